@@ -1,0 +1,193 @@
+"""The `serc` command: parse arguments, build LM + retriever + program, call, print. Thin."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+class CliError(Exception):
+    """A user-facing problem: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="serc",
+        description="Correct LLM answers against retrieved evidence (SERC).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ask = commands.add_parser("ask", help="answer a question, then decode the answer")
+    ask.add_argument("question", help="the question to answer")
+    _add_common(ask)
+
+    correct = commands.add_parser("correct", help="decode a draft answer you provide")
+    correct.add_argument("--question", required=True, help="the question the draft answers")
+    correct.add_argument("--draft", required=True, help="file with the draft answer ('-' = stdin)")
+    _add_common(correct)
+    return parser
+
+
+def _add_common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
+    command.add_argument("--lm", default="local",
+                         help="LM to use: 'local' (embedded SmolLM2) or 'local=PATH.gguf'")
+    command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
+    command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
+    command.add_argument("--no-retrieval", action="store_true",
+                         help="verify against the LM's own knowledge; no corpus needed")
+    command.add_argument("--density", choices=["sentence", "atomic"], default="sentence",
+                         help="'atomic' = one check node per fact (High-Density)")
+    command.add_argument("--max-facts-per-check", type=int, default=5)
+    command.add_argument("--top-k", type=int, default=8, help="passages per query")
+    command.add_argument("--context-chars", type=int, default=20_000,
+                         help="cap on retrieved context per query")
+    command.add_argument("--workers", type=int, default=2, help="concurrent check nodes")
+    command.add_argument("--json", action="store_true",
+                         help="print {answer, initial_answer, trace, usage} as JSON")
+    command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
+    command.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _read_draft(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise CliError(f"draft file not found: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read draft file {path}: {exc}") from exc
+
+
+def _build_retriever(args):
+    from serc_dspy.retrieval import CorpusError, LocalCorpus
+
+    if args.no_retrieval:
+        return None
+    if not args.corpus:
+        raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
+                       "files or a .jsonl), or --no-retrieval to verify without retrieval")
+    try:
+        return LocalCorpus(args.corpus)
+    except CorpusError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _build_lm(args):
+    from serc_dspy.backends import BackendError, embedded_lm
+
+    spec = args.lm.strip()
+    try:
+        if spec == "local":
+            return embedded_lm(max_tokens=args.max_tokens)
+        if spec.startswith("local="):
+            return embedded_lm(spec.split("=", 1)[1], max_tokens=args.max_tokens)
+    except BackendError as exc:
+        raise CliError(str(exc)) from exc
+    raise CliError(f"unknown --lm value {spec!r}; accepted forms: 'local', 'local=PATH.gguf'")
+
+
+class _Progress:
+    """One updating status line on stderr, so minutes-long CPU runs show where they are."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.start = time.monotonic()
+        self.interactive = sys.stderr.isatty()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.start
+        unit = {"detect": " checks", "decompose": " sentences", "reconstruct": " sentences",
+                "correct": " groups"}.get(phase, "")
+        line = f"[serc {elapsed:6.1f}s] {phase}: {done}/{total}{unit}"
+        end = "\r" if self.interactive else "\n"
+        print(line.ljust(60), end=end, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if not self.quiet and self.interactive:
+            print(file=sys.stderr)
+
+
+def run(args) -> int:
+    import dspy
+
+    from serc_dspy.programs import SERC, InputError
+
+    if args.command == "ask":
+        question, draft = args.question, None
+    else:
+        question, draft = args.question, _read_draft(args.draft)
+        if not draft.strip():
+            raise CliError(f"draft file is empty: {args.draft}")
+    if not question or not question.strip():
+        raise CliError("the question is empty")
+    retriever = _build_retriever(args)
+    progress = _Progress(args.quiet)
+    try:
+        program = SERC(
+            retriever=retriever,
+            firewall=not args.no_firewall,
+            use_retrieval=not args.no_retrieval,
+            density=args.density,
+            max_facts_per_check=args.max_facts_per_check,
+            top_k=args.top_k,
+            context_chars=args.context_chars,
+            max_workers=args.workers,
+            progress=progress,
+        )
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    lm = _build_lm(args)
+    started = time.monotonic()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question=question, draft=draft)
+    progress.close()
+    trace = prediction.trace
+    seconds = time.monotonic() - started
+    if args.trace:
+        Path(args.trace).write_text(trace.to_json(), encoding="utf-8")
+    if args.json:
+        payload = {
+            "answer": prediction.answer,
+            "initial_answer": prediction.initial_answer,
+            "trace": trace.model_dump(mode="json"),
+            "usage": trace.usage.model_dump(mode="json"),
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        print(prediction.answer)
+        print(f"\n[{trace.syndrome.summary()}]", file=sys.stderr)
+        usage = trace.usage.total
+        print(f"[{usage.calls} LM calls, {usage.prompt_tokens} prompt + "
+              f"{usage.completion_tokens} completion tokens, {seconds:.1f}s]", file=sys.stderr)
+    for event in trace.errors:
+        print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except CliError as exc:
+        print(f"serc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("serc: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last line of defence: one line, not a traceback
+        print(f"serc: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

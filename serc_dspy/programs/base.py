@@ -1,0 +1,158 @@
+"""What every method program shares: traced LM calls, per-stage LMs, and bounded concurrency."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import dspy
+
+from serc_dspy.retrieval.base import (
+    DEFAULT_CONTEXT_CHARS,
+    DEFAULT_TOP_K,
+    RetrievalError,
+    as_retriever,
+    cap_context,
+)
+from serc_dspy.trace import Passage, StepUsage, Trace
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+ProgressCallback = Callable[[str, int, int], None]
+"""Called as `progress(phase, done, total)`; the CLI prints it, library code never does."""
+
+STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "polish")
+NO_INFO_ANSWER = "I could not find verified information to answer this question."
+
+
+class InputError(ValueError):
+    """The caller passed something a method cannot decode; the message says what."""
+
+
+@dataclass
+class Run:
+    """Per-call state, so one program object can serve concurrent calls safely."""
+
+    trace: Trace
+    progress: ProgressCallback | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, phase: str, message: str, kind: str = "info") -> None:
+        with self.lock:
+            self.trace.log(phase, message, kind)
+
+    def report(self, phase: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+
+def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
+    """Reject empty or non-string inputs with a message naming the argument."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InputError(f"{name} is empty")
+    return value.strip()
+
+
+class TracedProgram(dspy.Module):
+    """Base for SERC and the baselines.
+
+    Every LM call goes through `call`, which applies the stage's LM (if the user gave one),
+    turns on usage tracking, and records calls and tokens into the trace per step and per
+    model. That is what lets the trace be the single source of cost figures.
+    """
+
+    method_name = "base"
+
+    def __init__(
+        self,
+        retriever: Callable[[str, int], Any] | None = None,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        context_chars: int = DEFAULT_CONTEXT_CHARS,
+        max_workers: int = 4,
+        lms: dict[str, dspy.LM] | None = None,
+        adapter: Any = None,
+        progress: ProgressCallback | None = None,
+    ):
+        super().__init__()
+        if top_k < 1:
+            raise InputError(f"top_k must be at least 1, got {top_k}")
+        if context_chars < 1:
+            raise InputError(f"context_chars must be at least 1, got {context_chars}")
+        if max_workers < 1:
+            raise InputError(f"max_workers must be at least 1, got {max_workers}")
+        unknown = set(lms or {}) - set(STAGES)
+        if unknown:
+            raise InputError(
+                f"unknown stage(s) {sorted(unknown)} in lms; valid stages: {', '.join(STAGES)}"
+            )
+        self.retriever = as_retriever(retriever) if retriever is not None else None
+        self.top_k = top_k
+        self.context_chars = context_chars
+        self.max_workers = max_workers
+        self.lms = dict(lms or {})
+        self.adapter = adapter
+        self.progress = progress
+
+    # -- LM calls -------------------------------------------------------------------------
+    def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):
+        settings: dict[str, Any] = {"track_usage": True}
+        if stage in self.lms:
+            settings["lm"] = self.lms[stage]
+        if self.adapter is not None:
+            settings["adapter"] = self.adapter
+        with dspy.context(**settings):
+            prediction = predictor(**inputs)
+        usage = prediction.get_lm_usage() or {}
+        with run.lock:
+            for model, counts in usage.items():
+                counts = counts or {}
+                run.trace.usage.record(
+                    step,
+                    model,
+                    StepUsage(
+                        calls=1,
+                        prompt_tokens=int(counts.get("prompt_tokens") or 0),
+                        completion_tokens=int(counts.get("completion_tokens") or 0),
+                    ),
+                )
+        return prediction
+
+    # -- retrieval --------------------------------------------------------------------------
+    def retrieve(self, query: str) -> list[Passage]:
+        """Retrieve and cap the context; raises RetrievalError, which callers must not hide."""
+        if self.retriever is None:
+            raise RetrievalError("no retriever configured")
+        return cap_context(self.retriever(query, self.top_k), self.context_chars)
+
+    # -- concurrency ------------------------------------------------------------------------
+    def parallel(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """Map `fn` over independent items on a bounded pool, keeping order.
+
+        Each task runs in a copy of the caller's context so `dspy.context` settings (LM,
+        adapter, usage tracking) reach the worker threads.
+        """
+        items = list(items)
+        if self.max_workers <= 1 or len(items) <= 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(items))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, fn, item) for item in items]
+            return [future.result() for future in futures]
+
+
+def format_passages(passages: list[Passage]) -> str:
+    """Number the passages and name their sources so summaries can stay close to the text."""
+    blocks = []
+    for number, passage in enumerate(passages, 1):
+        source = f" ({passage.source})" if passage.source else ""
+        blocks.append(f"[{number}]{source} {passage.text}")
+    return "\n\n".join(blocks)

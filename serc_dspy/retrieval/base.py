@@ -1,0 +1,137 @@
+"""The retrieval contract shared by every corpus backend and by the check nodes.
+
+Check nodes only ever see `Retriever`s: anything callable as `(query, k) -> list[Passage]`.
+Backends written by users (web search, vector stores, plain functions) are wrapped with
+`as_retriever` so a malformed result fails loudly at the boundary instead of deep inside a
+DSPy program, and the context sent to the LM is bounded by `cap_context`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from serc_dspy.trace import Passage
+
+DEFAULT_TOP_K = 8
+"""Passages per query: the paper retrieves the top 8 results for each verification query."""
+
+DEFAULT_CONTEXT_CHARS = 20_000
+"""The paper truncates the concatenated search context at 20,000 characters."""
+
+
+class RetrievalError(RuntimeError):
+    """A retriever failed or returned something that is not a list of passages."""
+
+
+class CorpusError(ValueError):
+    """A corpus could not be loaded; the message is one line a CLI user can act on."""
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything callable as `(query, k) -> list[Passage]`.
+
+    A Protocol rather than a base class so that plain functions and third-party objects
+    qualify without inheriting from us.
+    """
+
+    def __call__(self, query: str, k: int) -> list[Passage]: ...
+
+
+def cap_context(passages: list[Passage], max_chars: int = DEFAULT_CONTEXT_CHARS) -> list[Passage]:
+    """Keep passages in rank order until their texts total `max_chars` characters.
+
+    The paper truncates the search context at 20,000 characters; applying the same budget
+    keeps prompts within the LM's window and makes runs comparable with the paper. The
+    passage that crosses the limit is cut to fit (lower-ranked ones are dropped) so the
+    budget is used fully without ever being exceeded. Inputs are not mutated.
+    """
+    kept: list[Passage] = []
+    remaining = max_chars
+    for passage in passages:
+        if remaining <= 0:
+            break
+        if len(passage.text) <= remaining:
+            kept.append(passage)
+        else:
+            kept.append(passage.model_copy(update={"text": passage.text[:remaining]}))
+        remaining -= len(kept[-1].text)
+    return kept
+
+
+class _CheckedRetriever:
+    """A retriever wrapper that turns loose outputs into `Passage`s or a `RetrievalError`.
+
+    Any exception from the wrapped callable is re-raised as `RetrievalError` (chained), so
+    callers need to handle exactly one exception type per query.
+    """
+
+    def __init__(self, fn: Callable[[str, int], Any]) -> None:
+        self.wrapped = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.name: str = str(getattr(fn, "name", None) or self.__name__)
+
+    def __call__(self, query: str, k: int = DEFAULT_TOP_K) -> list[Passage]:
+        if k <= 0:
+            return []
+        try:
+            result = self.wrapped(query, k)
+        except RetrievalError:
+            raise
+        except Exception as exc:
+            raise RetrievalError(f"retriever {self.name} failed: {exc}") from exc
+        return [self._to_passage(item) for item in self._items(result)][:k]
+
+    def __repr__(self) -> str:
+        return f"as_retriever({self.wrapped!r})"
+
+    def _items(self, result: Any) -> Iterable[Any]:
+        """Accept any non-text iterable: a lone string or dict is a bug, not one passage."""
+        if result is None:
+            raise RetrievalError(f"retriever {self.name} returned None; expected a list")
+        if isinstance(result, str | bytes | Mapping | BaseModel) or not isinstance(
+            result, Iterable
+        ):
+            raise RetrievalError(
+                f"retriever {self.name} returned {type(result).__name__}; expected a list"
+            )
+        return result
+
+    def _to_passage(self, item: Any) -> Passage:
+        if isinstance(item, Passage):
+            return item
+        if isinstance(item, str):
+            return Passage(text=item)
+        if isinstance(item, Mapping) and isinstance(item.get("text"), str):
+            return self._from_mapping(item)
+        raise RetrievalError(
+            f"retriever {self.name} returned an item of type {type(item).__name__}; "
+            "expected Passage, str or dict with a 'text' string"
+        )
+
+    def _from_mapping(self, item: Mapping[str, Any]) -> Passage:
+        try:
+            return Passage(
+                text=item["text"],
+                source=str(item.get("source") or ""),
+                score=float(item.get("score") or 0.0),
+            )
+        except (TypeError, ValueError, ValidationError) as exc:
+            raise RetrievalError(f"retriever {self.name} returned a bad dict: {exc}") from exc
+
+
+def as_retriever(fn: Callable[[str, int], Any]) -> Retriever:
+    """Wrap any `(query, k)` callable so its output is always a validated `list[Passage]`.
+
+    Items may be `Passage`, `str` or a dict with `text` (and optional `source`, `score`);
+    results are trimmed to `k`. Wrapping is idempotent, and the wrapper exposes the
+    original's `name`/`__name__` so traces and logs can say which backend answered.
+    """
+    if isinstance(fn, _CheckedRetriever):
+        return fn
+    if not callable(fn):
+        raise TypeError(f"as_retriever needs a callable, got {type(fn).__name__}")
+    return _CheckedRetriever(fn)

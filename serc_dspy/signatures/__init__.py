@@ -1,0 +1,35 @@
+"""Every dspy.Signature of the package, grouped by the paper's phases."""
+
+from serc_dspy.signatures.correction import CorrectFacts, FactFix
+from serc_dspy.signatures.decomposition import AtomicFacts
+from serc_dspy.signatures.firewall import AnswerEntity, EvidenceEntity, QueryEntity, SameEntity
+from serc_dspy.signatures.generation import GroundedAnswer, InitialAnswer
+from serc_dspy.signatures.reconstruction import PolishAnswer, RewriteSentence
+from serc_dspy.signatures.verification import (
+    EvidenceSummary,
+    JudgeFact,
+    JudgeFacts,
+    ParametricEvidence,
+    VerdictLabel,
+    VerificationQuery,
+)
+
+__all__ = [
+    "AnswerEntity",
+    "AtomicFacts",
+    "CorrectFacts",
+    "EvidenceEntity",
+    "EvidenceSummary",
+    "FactFix",
+    "GroundedAnswer",
+    "InitialAnswer",
+    "JudgeFact",
+    "JudgeFacts",
+    "ParametricEvidence",
+    "PolishAnswer",
+    "QueryEntity",
+    "RewriteSentence",
+    "SameEntity",
+    "VerdictLabel",
+    "VerificationQuery",
+]

@@ -1,0 +1,75 @@
+"""Plain-text helpers that need no LM: sentence splitting, refusal detection, fuzzy matching."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+
+# Phrases a model uses when it declines or knows nothing; matched at the start of the answer or
+# anywhere for the unambiguous ones, so a biography that merely mentions "unknown" is not hit.
+_REFUSAL_PATTERNS = [
+    r"^\s*(i'?m|i am)\s+(sorry|afraid|not able|unable)",
+    r"^\s*(sorry|unfortunately)\b",
+    r"^\s*i\s+(cannot|can'?t|could not|couldn'?t|do not|don'?t|am unable to)\s+"
+    r"(provide|find|answer|help|give|share|access|know|have)",
+    r"\bas an ai\b",
+    r"\b(i have|i've) no (information|knowledge|data)\b",
+    r"\bi (do not|don'?t) have (any )?(information|knowledge|data|details)\b",
+    r"\bno (verified|reliable|available) information\b",
+]
+_REFUSAL = re.compile("|".join(_REFUSAL_PATTERNS), re.IGNORECASE)
+
+SHORT_ANSWER_CHARS = 50
+SHORT_SENTENCE_CHARS = 10
+
+
+def is_refusal(text: str) -> bool:
+    """True when the text declines to answer; such a draft carries no facts to decode."""
+    return bool(_REFUSAL.search(text or ""))
+
+
+def needs_cold_start(text: str) -> bool:
+    """The paper's source-dropout test: a refusal or an answer too short to decode."""
+    stripped = (text or "").strip()
+    return is_refusal(stripped) or len(stripped) < SHORT_ANSWER_CHARS
+
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences with a rule-based splitter (abbreviations, decimals, initials).
+
+    Paragraph breaks always end a sentence; whitespace around sentences is dropped.
+    """
+    sentences: list[str] = []
+    for block in re.split(r"\n\s*\n", text or ""):
+        block = " ".join(block.split())
+        if not block:
+            continue
+        sentences.extend(s.strip() for s in _segmenter().segment(block) if s.strip())
+    return sentences
+
+
+def normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", (text or "").lower()).split())
+
+
+def similarity(a: str, b: str) -> float:
+    """Character-level similarity in [0, 1] after case and punctuation are ignored."""
+    return difflib.SequenceMatcher(None, normalise(a), normalise(b)).ratio()
+
+
+def best_match(target: str, candidates: list[str], cutoff: float) -> tuple[int, float] | None:
+    """Index and score of the candidate closest to `target`, or None below `cutoff`."""
+    best: tuple[int, float] | None = None
+    for index, candidate in enumerate(candidates):
+        score = similarity(target, candidate)
+        if score >= cutoff and (best is None or score > best[1]):
+            best = (index, score)
+    return best

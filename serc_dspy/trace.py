@@ -1,0 +1,203 @@
+"""The decoding graph's vocabulary, shared by programs, the CLI, evaluation and reports.
+
+This module imports nothing else from the package: everything downstream speaks these types,
+and a saved trace must load back without running any SERC code.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Verdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_FOUND"]
+FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected"]
+AnswerStatus = Literal["decoded", "no_info", "fallback"]
+
+TRACE_FORMAT_VERSION = 1
+
+
+class Passage(BaseModel):
+    """One retrieved chunk of text; `source` says where a reader can find it again."""
+
+    text: str
+    source: str = ""
+    score: float = 0.0
+
+
+class Sentence(BaseModel):
+    index: int
+    text: str
+    rewritten: str | None = None
+    kept_verbatim: bool = True
+
+
+class Fact(BaseModel):
+    """A variable node: one atomic fact of one sentence, with its syndrome and correction."""
+
+    id: str
+    text: str
+    sentence: int
+    check: str | None = None
+    verdict: Verdict | None = None
+    correction: str | None = None
+    status: FactStatus = "pending"
+
+
+class Check(BaseModel):
+    """A check node: one query and one evidence summary shared by a group of facts."""
+
+    id: str
+    facts: list[str]
+    sentence: int
+    query: str = ""
+    passages: list[Passage] = Field(default_factory=list)
+    evidence: str = ""
+    evidence_source: Literal["retrieval", "parametric", "none"] = "retrieval"
+    error: str | None = None
+
+
+class Firewall(BaseModel):
+    """Phase 1's entity firewall: three descriptors, the judge's reasoning and outcome."""
+
+    enabled: bool = True
+    query_entity: str = ""
+    answer_entity: str = ""
+    evidence_entity: str = ""
+    analysis: str = ""
+    same_entity: bool | None = None
+    reset: bool = False
+    error: str | None = None
+
+
+class Correction(BaseModel):
+    """One pair returned by the correction step, and the fact it was mapped to (if any)."""
+
+    original: str
+    fixed: str
+    fact: str | None = None
+    match_score: float = 0.0
+    propagated: bool = False
+
+
+class StepUsage(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: StepUsage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+class Usage(BaseModel):
+    """LM cost of one run: totals, per step (signature name) and per LM (model name)."""
+
+    total: StepUsage = Field(default_factory=StepUsage)
+    steps: dict[str, StepUsage] = Field(default_factory=dict)
+    models: dict[str, StepUsage] = Field(default_factory=dict)
+
+    def record(self, step: str, model: str, usage: StepUsage) -> None:
+        self.total.add(usage)
+        self.steps.setdefault(step, StepUsage()).add(usage)
+        self.models.setdefault(model, StepUsage()).add(usage)
+
+    def merge(self, other: Usage) -> None:
+        self.total.add(other.total)
+        for name, step in other.steps.items():
+            self.steps.setdefault(name, StepUsage()).add(step)
+        for name, model in other.models.items():
+            self.models.setdefault(name, StepUsage()).add(model)
+
+
+class Event(BaseModel):
+    """Something a reader of the trace should know that is not a node: a failure, a fallback."""
+
+    phase: str
+    kind: Literal["error", "fallback", "info"] = "info"
+    message: str
+
+
+class Syndrome(BaseModel):
+    """Counts over the facts, read by the CLI summary and by reports."""
+
+    facts: int = 0
+    supported: int = 0
+    contradicted: int = 0
+    not_found: int = 0
+    corrected: int = 0
+    pruned: int = 0
+    unverified: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"facts checked {self.facts} / supported {self.supported} / "
+            f"contradicted {self.contradicted} / not found {self.not_found} / "
+            f"corrected {self.corrected} / pruned {self.pruned} / unverified {self.unverified}"
+        )
+
+
+class Trace(BaseModel):
+    """The whole decoding graph of one answer; a JSON dump of it loads back equal."""
+
+    format_version: int = TRACE_FORMAT_VERSION
+    method: str = "serc"
+    question: str = ""
+    initial_answer: str = ""
+    draft_given: bool = False
+    cold_start: bool = False
+    status: AnswerStatus = "decoded"
+    subject: str = ""
+    firewall: Firewall = Field(default_factory=Firewall)
+    sentences: list[Sentence] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    corrections: list[Correction] = Field(default_factory=list)
+    received: str = ""
+    reconstructed: str = ""
+    answer: str = ""
+    events: list[Event] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+    def fact(self, fact_id: str) -> Fact:
+        for fact in self.facts:
+            if fact.id == fact_id:
+                return fact
+        raise KeyError(fact_id)
+
+    def log(self, phase: str, message: str, kind: str = "info") -> None:
+        self.events.append(Event(phase=phase, kind=kind, message=message))
+
+    @property
+    def errors(self) -> list[Event]:
+        return [event for event in self.events if event.kind == "error"]
+
+    @property
+    def syndrome(self) -> Syndrome:
+        counts = Syndrome(facts=len(self.facts))
+        for fact in self.facts:
+            if fact.verdict == "SUPPORTED":
+                counts.supported += 1
+            elif fact.verdict == "CONTRADICTED":
+                counts.contradicted += 1
+            elif fact.verdict == "NOT_FOUND":
+                counts.not_found += 1
+            if fact.status == "corrected":
+                counts.corrected += 1
+            elif fact.status == "pruned":
+                counts.pruned += 1
+            elif fact.status == "unverified":
+                counts.unverified += 1
+        return counts
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return self.model_dump_json(indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> Trace:
+        return cls.model_validate_json(text)

@@ -1,0 +1,350 @@
+"""SERC's control flow under a scripted LM: each test pins one branch of the method."""
+
+import dspy
+import pytest
+from scripted import scripted_lm
+
+from serc_dspy import SERC, InputError, LocalCorpus, Trace
+from serc_dspy.programs.base import NO_INFO_ANSWER
+
+DRAFT = (
+    "Marie Curie was born in Kraków in 1867. "
+    "She studied at the Sorbonne in Paris. "
+    "She won the Nobel Prize in Chemistry in 1903 for her work on chemistry. "
+    "She enjoyed painting landscapes."
+)
+S0, S1, S2, S3 = (
+    "Marie Curie was born in Kraków in 1867.",
+    "She studied at the Sorbonne in Paris.",
+    "She won the Nobel Prize in Chemistry in 1903 for her work on chemistry.",
+    "She enjoyed painting landscapes.",
+)
+FACTS = {
+    S0: ["Marie Curie was born in Kraków.", "Marie Curie was born in 1867."],
+    S1: ["Marie Curie studied at the Sorbonne in Paris."],
+    S2: ["Marie Curie won the Nobel Prize in Chemistry in 1903.",
+         "Marie Curie was honoured for work on chemistry."],
+    S3: ["Marie Curie enjoyed painting landscapes."],
+}
+VERDICTS = {
+    "Marie Curie was born in Kraków.": "CONTRADICTED",
+    "Marie Curie won the Nobel Prize in Chemistry in 1903.": "CONTRADICTED",
+    "Marie Curie enjoyed painting landscapes.": "NOT_FOUND",
+}
+FIXES = {
+    "Marie Curie was born in Kraków.": "Marie Curie was born in Warsaw.",
+    "Marie Curie won the Nobel Prize in Chemistry in 1903.":
+        "Marie Curie won the Nobel Prize in Physics in 1903.",
+}
+PROPAGATED = {"Marie Curie was honoured for work on chemistry.":
+              "Marie Curie was honoured for work on radiation physics."}
+
+
+def handlers(**overrides):
+    def correct(inputs):
+        out = [{"original": f, "fixed": FIXES[f]} for f in inputs["erroneous_facts"] if f in FIXES]
+        out += [{"original": f, "fixed": PROPAGATED[f]} for f in inputs["related_facts"]
+                if f in PROPAGATED]
+        return {"corrections": out}
+
+    base = {
+        "InitialAnswer": lambda i: {"answer": DRAFT},
+        "GroundedAnswer": lambda i: {"answer": "Marie Curie was a physicist and chemist born "
+                                     "in Warsaw who won two Nobel Prizes."},
+        "QueryEntity": lambda i: {"entity": "Marie Curie"},
+        "AnswerEntity": lambda i: {"entity": "Marie Curie (physicist)"},
+        "EvidenceEntity": lambda i: {"entity": "Marie Curie (physicist and chemist)"},
+        "SameEntity": lambda i: {"analysis": "Same name and profession.", "same": "YES"},
+        "AtomicFacts": lambda i: {"facts": FACTS.get(i["sentence"], [i["sentence"]])},
+        "VerificationQuery": lambda i: {"query": "Marie Curie biography " + i["facts"][0]},
+        "EvidenceSummary": lambda i: {"evidence": "Summary: " + i["passages"][:300]},
+        "ParametricEvidence": lambda i: {"evidence": "From memory: " + i["query"]},
+        "JudgeFacts": lambda i: {"verdicts": [VERDICTS.get(c, "SUPPORTED") for c in i["claims"]]},
+        "JudgeFact": lambda i: {"verdict": VERDICTS.get(i["claim"], "SUPPORTED")},
+        "CorrectFacts": correct,
+        "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+    }
+    base.update(overrides)
+    return base
+
+
+CORPUS = {
+    "curie.txt": "Marie Curie was born in Warsaw in 1867. She studied at the Sorbonne in Paris. "
+                 "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+}
+
+
+class CountingRetriever:
+    def __init__(self, inner=None, fail=False):
+        self.inner = inner or LocalCorpus.from_texts(CORPUS)
+        self.fail = fail
+        self.queries = []
+
+    def __call__(self, query, k):
+        self.queries.append(query)
+        if self.fail:
+            raise ConnectionError("search backend is down")
+        return self.inner(query, k)
+
+
+def run(program_kwargs=None, question="Tell me a bio of Marie Curie.", draft=None, **overrides):
+    lm, engine = scripted_lm(handlers(**overrides))
+    retriever = (program_kwargs or {}).pop("retriever", CountingRetriever())
+    program = SERC(retriever=retriever, **(program_kwargs or {}))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question=question, draft=draft)
+    return prediction, engine, retriever
+
+
+def test_contradicted_fact_is_corrected_and_dependent_fact_follows():
+    prediction, engine, _ = run()
+    trace = prediction.trace
+    born = trace.fact("f0.0")
+    assert born.verdict == "CONTRADICTED" and born.status == "corrected"
+    assert born.correction == "Marie Curie was born in Warsaw."
+    dependent = next(f for f in trace.facts if f.text.startswith("Marie Curie was honoured"))
+    assert dependent.verdict == "SUPPORTED"
+    assert dependent.status == "corrected"
+    assert dependent.correction == "Marie Curie was honoured for work on radiation physics."
+    assert any(c.propagated and c.fact == dependent.id for c in trace.corrections)
+    assert "Warsaw" in prediction.answer and "Kraków" not in prediction.answer
+    assert "radiation physics" in prediction.answer
+    assert "Physics in 1903" in prediction.answer
+    assert trace.errors == []
+
+
+def test_not_found_fact_is_pruned_and_its_sentence_dropped():
+    prediction, _, _ = run()
+    painting = next(f for f in prediction.trace.facts if "painting" in f.text)
+    assert painting.verdict == "NOT_FOUND" and painting.status == "pruned"
+    assert painting.correction is None
+    assert "painting" not in prediction.answer
+    assert prediction.trace.sentences[3].rewritten == ""
+
+
+def test_unchanged_sentences_come_back_verbatim():
+    prediction, _, _ = run()
+    trace = prediction.trace
+    assert trace.sentences[1].kept_verbatim and trace.sentences[1].rewritten is None
+    assert S1 in prediction.answer
+    assert not trace.sentences[0].kept_verbatim
+
+
+def test_rewrite_never_sees_the_original_sentence():
+    _, engine, _ = run()
+    rewrites = engine.of("RewriteSentence")
+    assert rewrites, "changed sentences must be rewritten"
+    for call in rewrites:
+        for sentence in (S0, S1, S2, S3):
+            assert sentence not in call["user"]
+    # The rewrite of sentence 2 sees sentence 0-1's accepted facts as its history.
+    third = next(c for c in rewrites if "Physics" in " ".join(c["inputs"]["facts"]))
+    assert "Marie Curie was born in Warsaw." in third["inputs"]["earlier_facts"]
+    assert "Marie Curie was born in Kraków." not in third["inputs"]["earlier_facts"]
+
+
+def test_polish_runs_at_temperature_point_one_and_initial_answer_is_kept():
+    prediction, engine, _ = run()
+    polish = engine.of("PolishAnswer")
+    assert len(polish) == 1 and polish[0]["temperature"] == pytest.approx(0.1)
+    assert all(c["temperature"] == 0.0 for c in engine.calls if c["signature"] != "PolishAnswer")
+    assert prediction.initial_answer == DRAFT
+
+
+def test_firewall_mismatch_triggers_hard_reset():
+    prediction, engine, _ = run(SameEntity=lambda i: {"analysis": "Different era.",
+                                                      "same": "NO"})
+    firewall = prediction.trace.firewall
+    assert firewall.same_entity is False and firewall.reset
+    assert firewall.query_entity == "Marie Curie"
+    assert firewall.evidence_entity == "Marie Curie (physicist and chemist)"
+    assert prediction.trace.subject == firewall.evidence_entity
+    assert len(engine.of("GroundedAnswer")) == 1
+    assert prediction.trace.received.startswith("Marie Curie was a physicist and chemist")
+    assert prediction.initial_answer == DRAFT
+
+
+def test_firewall_match_does_not_reset_and_disabled_firewall_makes_no_entity_calls():
+    prediction, engine, _ = run()
+    assert prediction.trace.firewall.same_entity is True and not prediction.trace.firewall.reset
+    assert engine.of("GroundedAnswer") == []
+    prediction, engine, _ = run({"firewall": False})
+    assert not prediction.trace.firewall.enabled
+    assert not any(c["signature"].endswith("Entity") for c in engine.calls)
+
+
+def test_refusal_triggers_rag_first_cold_start():
+    refusal = "I'm sorry, but I don't have information about that person."
+    prediction, engine, retriever = run(InitialAnswer=lambda i: {"answer": refusal})
+    assert prediction.trace.cold_start
+    assert len(engine.of("GroundedAnswer")) == 1
+    assert retriever.queries[0] == "Tell me a bio of Marie Curie."
+    assert prediction.trace.received.startswith("Marie Curie was a physicist")
+    assert prediction.initial_answer == refusal
+
+
+def test_refusal_without_any_context_answers_no_info():
+    empty = LocalCorpus.from_texts({"other.txt": "Bananas are yellow fruit grown in the tropics."})
+    prediction, engine, _ = run({"retriever": CountingRetriever(empty)},
+                                InitialAnswer=lambda i: {"answer": "I cannot answer that."})
+    assert prediction.trace.status == "no_info"
+    assert prediction.answer == NO_INFO_ANSWER
+    assert engine.of("AtomicFacts") == []
+
+
+def test_check_nodes_never_exceed_max_facts_per_check():
+    many = [f"Marie Curie fact number {n}." for n in range(7)]
+    prediction, _, _ = run({"max_facts_per_check": 3},
+                           AtomicFacts=lambda i: {"facts": many})
+    sizes = [len(c.facts) for c in prediction.trace.checks]
+    assert max(sizes) <= 3
+    assert len(prediction.trace.checks) == 4 * 3  # 4 sentences x (3 + 3 + 1)
+    assert sum(sizes) == len(prediction.trace.facts) == 4 * 7
+
+
+def test_atomic_density_gives_one_check_per_fact():
+    prediction, engine, _ = run({"density": "atomic"})
+    trace = prediction.trace
+    assert len(trace.checks) == len(trace.facts) == 6
+    assert all(len(c.facts) == 1 for c in trace.checks)
+    assert len(engine.of("VerificationQuery")) == 6
+
+
+def test_sentence_density_groups_facts_of_a_sentence_into_one_check():
+    prediction, engine, _ = run()
+    trace = prediction.trace
+    assert len(trace.checks) == 4
+    assert trace.checks[0].facts == ["f0.0", "f0.1"]
+    assert len(engine.of("VerificationQuery")) == 4
+    assert all(c.query and c.evidence and c.passages for c in trace.checks[:3])
+
+
+def test_without_retrieval_the_retriever_is_never_called():
+    retriever = CountingRetriever()
+    prediction, engine, _ = run({"use_retrieval": False, "retriever": retriever})
+    assert retriever.queries == []
+    assert engine.of("EvidenceSummary") == []
+    assert len(engine.of("ParametricEvidence")) == len(prediction.trace.checks)
+    assert all(c.evidence_source == "parametric" and not c.passages
+               for c in prediction.trace.checks)
+
+
+def test_raising_retriever_keeps_facts_unverified_in_the_answer():
+    retriever = CountingRetriever(fail=True)
+    prediction, engine, _ = run({"retriever": retriever})
+    trace = prediction.trace
+    assert trace.facts and all(f.status == "unverified" and f.verdict is None
+                               for f in trace.facts)
+    assert all(c.error and "search backend is down" in c.error for c in trace.checks)
+    assert engine.of("JudgeFacts") == [] and engine.of("CorrectFacts") == []
+    assert prediction.answer == DRAFT
+    assert any("search backend is down" in e.message for e in trace.errors)
+
+
+def test_wrong_number_of_group_verdicts_falls_back_to_one_call_per_fact():
+    prediction, engine, _ = run(JudgeFacts=lambda i: {"verdicts": ["SUPPORTED"]})
+    # Two two-fact checks got a one-item reply: their 4 facts are redone one by one; the two
+    # single-fact checks are judged by the single-claim signature directly.
+    assert len(engine.of("JudgeFacts")) == 2
+    assert len(engine.of("JudgeFact")) == 4 + 2
+    assert prediction.trace.fact("f0.0").verdict == "CONTRADICTED"
+
+
+def test_unmatched_correction_is_logged_not_guessed():
+    prediction, _, _ = run(CorrectFacts=lambda i: {
+        "corrections": [{"original": "Something entirely unrelated.", "fixed": "Nope."}]})
+    trace = prediction.trace
+    assert trace.fact("f0.0").status == "uncorrected"
+    assert trace.fact("f0.0").correction is None
+    assert any(c.fact is None for c in trace.corrections)
+    assert "Kraków" in prediction.answer
+
+
+def test_correction_failure_keeps_the_facts():
+    def broken(inputs):
+        raise RuntimeError("model crashed")
+
+    prediction, _, _ = run(CorrectFacts=broken)
+    assert prediction.trace.fact("f0.0").status == "uncorrected"
+    assert "Kraków" in prediction.answer
+
+
+def test_short_rewrite_keeps_the_original_sentence():
+    prediction, _, _ = run(RewriteSentence=lambda i: {"sentence": "Ok."})
+    assert S0 in prediction.answer
+    assert prediction.trace.sentences[0].kept_verbatim
+
+
+def test_short_reconstruction_falls_back_to_the_received_answer():
+    prediction, engine, _ = run(JudgeFacts=lambda i: {"verdicts": ["NOT_FOUND"] * len(i["claims"])},
+                                JudgeFact=lambda i: {"verdict": "NOT_FOUND"})
+    assert prediction.answer == DRAFT
+    assert engine.of("PolishAnswer") == []
+
+
+def test_draft_skips_generation():
+    draft = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
+    prediction, engine, _ = run(draft=draft)
+    assert engine.of("InitialAnswer") == []
+    assert prediction.initial_answer == draft and prediction.trace.draft_given
+
+
+def test_usage_is_recorded_per_step_and_in_total():
+    prediction, engine, _ = run()
+    usage = prediction.trace.usage
+    assert usage.total.calls == len(engine.calls)
+    assert usage.steps["verification_query"].calls == 4
+    assert usage.total.prompt_tokens > 0
+    assert sum(s.calls for s in usage.steps.values()) == usage.total.calls
+    assert set(usage.models) == {"local/scripted"}
+
+
+def test_trace_round_trips_through_json():
+    prediction, _, _ = run()
+    text = prediction.trace.to_json()
+    assert Trace.from_json(text) == prediction.trace
+    assert prediction.trace.syndrome.contradicted == 2
+    assert prediction.trace.syndrome.pruned == 1
+
+
+def test_schema_is_requested_for_every_call():
+    _, engine, _ = run()
+    assert engine.calls
+    for call in engine.calls:
+        assert call["schema"]["type"] == "json_schema"
+
+
+@pytest.mark.parametrize("question", ["", "   ", None, 3])
+def test_bad_questions_are_rejected_with_a_clear_error(question):
+    lm, _ = scripted_lm(handlers())
+    with dspy.context(lm=lm), pytest.raises(InputError, match="question"):
+        SERC(retriever=CountingRetriever())(question=question)
+
+
+def test_missing_retriever_says_what_to_pass():
+    with pytest.raises(InputError, match="SERC needs a retriever"):
+        SERC()(question="Who was Marie Curie?")
+
+
+def test_bad_options_are_rejected():
+    with pytest.raises(InputError, match="density"):
+        SERC(density="dense")
+    with pytest.raises(InputError, match="max_facts_per_check"):
+        SERC(max_facts_per_check=0)
+    with pytest.raises(InputError, match="unknown stage"):
+        SERC(lms={"verifyy": None})
+
+
+def test_per_stage_lm_is_used_for_that_stage_only():
+    main_lm, main = scripted_lm(handlers())
+    verify_lm, verify = scripted_lm(handlers(), name="verifier")
+    program = SERC(retriever=CountingRetriever(), lms={"verify": verify_lm})
+    with dspy.context(lm=main_lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question="Tell me a bio of Marie Curie.")
+    verify_sigs = {c["signature"] for c in verify.calls}
+    assert verify_sigs == {"VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact"}
+    assert not verify_sigs & {c["signature"] for c in main.calls}
+    models = prediction.trace.usage.models
+    assert models["local/verifier"].calls == len(verify.calls)
+    assert models["local/scripted"].calls == len(main.calls)

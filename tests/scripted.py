@@ -1,0 +1,100 @@
+"""A scripted LM for control-flow tests: answers per signature from Python functions.
+
+DSPy's DummyLM answers from a list in call order, which is meaningless once check nodes run
+concurrently. This engine instead recognises which signature a request is for (by its
+instructions) and the input fields (by JSONAdapter's `[[ ## name ## ]]` markers), and returns
+what a handler computes from those inputs, so tests stay deterministic under concurrency.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+_FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\Z)", re.S)
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _parse_value(raw: str) -> Any:
+    raw = raw.strip()
+    if raw.startswith("[") or raw.startswith("{"):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+class ScriptedEngine:
+    supports_response_schema = True
+    supported_params = frozenset({"response_format", "temperature", "max_tokens"})
+
+    def __init__(self, handlers: dict[str, Handler]):
+        self.handlers = handlers
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._signatures = _signature_index()
+
+    def complete(self, request) -> Response:
+        system = request.system if isinstance(request.system, str) else "".join(
+            getattr(p, "text", "") for p in (request.system or ()))
+        user = request.messages[-1].text or ""
+        name = next((n for n, marker in self._signatures if marker in system), None)
+        if name is None:
+            raise AssertionError(f"unrecognised signature in request: {system[:200]}")
+        inputs = {k: _parse_value(v) for k, v in _FIELD.findall(user)}
+        record = {"signature": name, "inputs": inputs, "system": system, "user": user,
+                  "temperature": request.config.temperature,
+                  "max_tokens": request.config.max_tokens,
+                  "schema": request.config.response_format}
+        with self._lock:
+            self.calls.append(record)
+        if name not in self.handlers:
+            raise AssertionError(f"no scripted handler for {name}")
+        outputs = self.handlers[name](inputs)
+        return Response(id=None, model="scripted",
+                        message=Message.assistant([TextPart(json.dumps(outputs))]),
+                        finish_reason="stop",
+                        usage=Usage(input_tokens=len(system + user) // 4,
+                                    output_tokens=len(json.dumps(outputs)) // 4,
+                                    total_tokens=0))
+
+    def of(self, name: str) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c["signature"] == name]
+
+
+class AsyncScriptedEngine:
+    def __init__(self, sync: ScriptedEngine):
+        self.sync = sync
+
+    async def complete(self, request) -> Response:
+        return self.sync.complete(request)
+
+
+def _signature_index() -> list[tuple[str, str]]:
+    import serc_dspy.signatures as sigs
+
+    index = []
+    for name in sigs.__all__:
+        sig = getattr(sigs, name)
+        if isinstance(sig, type) and issubclass(sig, dspy.Signature):
+            first_line = sig.instructions.strip().splitlines()[0]
+            index.append((name, first_line))
+    # Longer markers first, so a signature whose first line contains another's wins.
+    index.sort(key=lambda item: -len(item[1]))
+    return index
+
+
+def scripted_lm(handlers: dict[str, Handler], name: str = "scripted"
+                ) -> tuple[dspy.LM, ScriptedEngine]:
+    engine = ScriptedEngine(handlers)
+    lm = dspy.LM(f"local/{name}", engine=engine, async_engine=AsyncScriptedEngine(engine),
+                 cache=False, temperature=0.0, max_tokens=512)
+    return lm, engine
