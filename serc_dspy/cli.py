@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--method", default="serc",
+                         help="serc (default), serc_dense, serc_no_rag, serc_no_firewall, "
+                              "initial, cove, cove_rag, rarr, reex")
     command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
     command.add_argument("--lm", default="local",
                          help="LM to use: 'local' (embedded SmolLM2) or 'local=PATH.gguf'")
@@ -42,7 +45,7 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
     command.add_argument("--no-retrieval", action="store_true",
                          help="verify against the LM's own knowledge; no corpus needed")
-    command.add_argument("--density", choices=["sentence", "atomic"], default="sentence",
+    command.add_argument("--density", choices=["sentence", "atomic"], default=None,
                          help="'atomic' = one check node per fact (High-Density)")
     command.add_argument("--max-facts-per-check", type=int, default=5)
     command.add_argument("--top-k", type=int, default=8, help="passages per query")
@@ -66,10 +69,10 @@ def _read_draft(path: str) -> str:
         raise CliError(f"cannot read draft file {path}: {exc}") from exc
 
 
-def _build_retriever(args):
+def _build_retriever(args, needs_retriever: bool):
     from serc_dspy.retrieval import CorpusError, LocalCorpus
 
-    if args.no_retrieval:
+    if not needs_retriever or (args.no_retrieval and not args.corpus):
         return None
     if not args.corpus:
         raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
@@ -120,7 +123,7 @@ class _Progress:
 def run(args) -> int:
     import dspy
 
-    from serc_dspy.programs import SERC, InputError
+    from serc_dspy.programs import InputError, build_method, get_method
 
     if args.command == "ask":
         question, draft = args.question, None
@@ -130,14 +133,21 @@ def run(args) -> int:
             raise CliError(f"draft file is empty: {args.draft}")
     if not question or not question.strip():
         raise CliError("the question is empty")
-    retriever = _build_retriever(args)
+    try:
+        method = get_method(args.method)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    needs_retriever = method.needs_retriever and not (
+        args.no_retrieval and method.program.__name__ == "SERC")
+    retriever = _build_retriever(args, needs_retriever)
     progress = _Progress(args.quiet)
     try:
-        program = SERC(
+        program = build_method(
+            args.method,
             retriever=retriever,
-            firewall=not args.no_firewall,
-            use_retrieval=not args.no_retrieval,
-            density=args.density,
+            **({"firewall": False} if args.no_firewall else {}),
+            **({"use_retrieval": False} if args.no_retrieval else {}),
+            **({"density": args.density} if args.density else {}),
             max_facts_per_check=args.max_facts_per_check,
             top_k=args.top_k,
             context_chars=args.context_chars,

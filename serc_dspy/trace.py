@@ -6,7 +6,7 @@ and a saved trace must load back without running any SERC code.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -115,6 +115,16 @@ class Usage(BaseModel):
             self.models.setdefault(name, StepUsage()).add(model)
 
 
+class Step(BaseModel):
+    """One intermediate step of a baseline (a verification question, an agreement check...)."""
+
+    name: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    passages: list[Passage] = Field(default_factory=list)
+    error: str | None = None
+
+
 class Event(BaseModel):
     """Something a reader of the trace should know that is not a node: a failure, a fallback."""
 
@@ -158,6 +168,7 @@ class Trace(BaseModel):
     facts: list[Fact] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
     corrections: list[Correction] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
     received: str = ""
     reconstructed: str = ""
     answer: str = ""

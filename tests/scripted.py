@@ -17,6 +17,8 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
+from serc_dspy.retrieval import LocalCorpus
+
 _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\Z)", re.S)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -98,3 +100,25 @@ def scripted_lm(handlers: dict[str, Handler], name: str = "scripted"
     lm = dspy.LM(f"local/{name}", engine=engine, async_engine=AsyncScriptedEngine(engine),
                  cache=False, temperature=0.0, max_tokens=512)
     return lm, engine
+
+
+# A tiny corpus the scripted scenarios retrieve from.
+CORPUS = {
+    "curie.txt": "Marie Curie was born in Warsaw in 1867. She studied at the Sorbonne in Paris. "
+                 "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+}
+
+
+class CountingRetriever:
+    """A retriever that records its queries and can be made to fail like a search outage."""
+
+    def __init__(self, inner=None, fail=False):
+        self.inner = inner or LocalCorpus.from_texts(CORPUS)
+        self.fail = fail
+        self.queries = []
+
+    def __call__(self, query, k):
+        self.queries.append(query)
+        if self.fail:
+            raise ConnectionError("search backend is down")
+        return self.inner(query, k)

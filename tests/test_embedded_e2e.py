@@ -15,6 +15,7 @@ from conftest import EXAMPLES
 from serc_dspy import SERC, LocalCorpus, Trace
 from serc_dspy.backends import embedded_lm, find_smollm2_gguf
 from serc_dspy.cli import main
+from serc_dspy.programs import build_method, method_names
 from serc_dspy.trace import Verdict
 
 pytestmark = pytest.mark.embedded
@@ -72,3 +73,17 @@ def test_cli_correct_prints_the_json_document(lm, tmp_path, capsys, monkeypatch)
     assert_graph_complete(trace)
     assert payload["usage"]["total"]["calls"] == trace.usage.total.calls
     assert Trace.from_json(trace_file.read_text()) == trace
+
+
+@pytest.mark.parametrize("name", [m for m in method_names() if m != "serc"])
+def test_every_method_runs_with_the_embedded_model(lm, name):
+    program = build_method(name, retriever=LocalCorpus(EXAMPLES / "corpus"), max_workers=2)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question=QUESTION, draft=DRAFT)
+    trace = prediction.trace
+    assert trace.errors == [], [e.message for e in trace.errors]
+    assert prediction.answer.strip() and prediction.initial_answer == DRAFT
+    if name != "initial":
+        assert trace.usage.total.calls > 0
+    if name.startswith("serc"):
+        assert all(f.verdict in ALLOWED for f in trace.facts)

@@ -18,7 +18,8 @@ from serc_dspy.retrieval.base import (
     as_retriever,
     cap_context,
 )
-from serc_dspy.trace import Passage, StepUsage, Trace
+from serc_dspy.signatures import AnswerQuestion
+from serc_dspy.trace import Passage, Step, StepUsage, Trace
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,6 +72,7 @@ class TracedProgram(dspy.Module):
     """
 
     method_name = "base"
+    needs_retriever = False
 
     def __init__(
         self,
@@ -102,6 +104,7 @@ class TracedProgram(dspy.Module):
         self.lms = dict(lms or {})
         self.adapter = adapter
         self.progress = progress
+        self.answerer = dspy.Predict(AnswerQuestion)
 
     # -- LM calls -------------------------------------------------------------------------
     def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):
@@ -126,6 +129,43 @@ class TracedProgram(dspy.Module):
                     ),
                 )
         return prediction
+
+    def initial_answer(self, run: Run, question: str, draft: str | None) -> str:
+        """R_init: the caller's draft, or the LM's answer at temperature 0.
+
+        Every method uses this same step, so methods given the same draft (or the same LM and
+        question) start from the same initial answer and differ only by what they do next.
+        """
+        trace = run.trace
+        run.report("generate", 0, 1)
+        if draft is not None:
+            answer, trace.draft_given = draft, True
+        else:
+            answer = self.call(run, "initial_answer", "generate", self.answerer,
+                               question=question, config={"temperature": 0.0}).answer.strip()
+        trace.initial_answer = answer
+        return answer
+
+    def start(self, question: str, draft: str | None) -> tuple[Run, str, str | None]:
+        """Validate the inputs and open a run with a fresh trace."""
+        question = check_text("question", question)
+        draft = check_text("draft", draft, allow_none=True)
+        if self.needs_retriever and self.retriever is None:
+            raise InputError(
+                f"{self.method_name} needs a retriever: pass retriever=... (e.g. a LocalCorpus)"
+            )
+        run = Run(Trace(method=self.method_name, question=question), self.progress)
+        return run, question, draft
+
+    def finish(self, run: Run, answer: str) -> dspy.Prediction:
+        run.trace.answer = answer
+        return dspy.Prediction(answer=answer, initial_answer=run.trace.initial_answer,
+                               trace=run.trace, usage=run.trace.usage)
+
+    def add_step(self, run: Run, step: Step) -> Step:
+        with run.lock:
+            run.trace.steps.append(step)
+        return step
 
     # -- retrieval --------------------------------------------------------------------------
     def retrieve(self, query: str) -> list[Passage]:

@@ -31,7 +31,6 @@ from serc_dspy.signatures import (
     EvidenceEntity,
     EvidenceSummary,
     GroundedAnswer,
-    InitialAnswer,
     JudgeFact,
     JudgeFacts,
     ParametricEvidence,
@@ -108,7 +107,6 @@ class SERC(TracedProgram):
         self.match_cutoff = match_cutoff
         self.polish_temperature = polish_temperature
 
-        self.answerer = dspy.Predict(InitialAnswer)
         self.grounded_answerer = dspy.Predict(GroundedAnswer)
         self.query_entity = dspy.Predict(QueryEntity)
         self.answer_entity = dspy.Predict(AnswerEntity)
@@ -126,14 +124,13 @@ class SERC(TracedProgram):
 
     # ======================================================================================
     def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
-        question = check_text("question", question)
-        draft = check_text("draft", draft, allow_none=True)
         if self.use_retrieval and self.retriever is None:
+            check_text("question", question)
             raise InputError(
                 "SERC needs a retriever: pass SERC(retriever=...) (e.g. a LocalCorpus), "
                 "or SERC(use_retrieval=False) to verify against the LM's own knowledge"
             )
-        run = Run(Trace(method=self.method_name, question=question), self.progress)
+        run, question, draft = self.start(question, draft)
         self.align(run, question, draft)
         if run.trace.status != "no_info":
             self.decompose(run)
@@ -141,21 +138,12 @@ class SERC(TracedProgram):
             self.correct(run)
             self.reconstruct(run)
             self.polish(run)
-        trace = run.trace
-        return dspy.Prediction(
-            answer=trace.answer, initial_answer=trace.initial_answer, trace=trace
-        )
+        return self.finish(run, run.trace.answer)
 
     # == Phase 1: coarse alignment and the entity firewall ==================================
     def align(self, run: Run, question: str, draft: str | None) -> None:
         trace = run.trace
-        run.report("generate", 0, 1)
-        if draft is not None:
-            received, trace.draft_given = draft, True
-        else:
-            received = self.call(run, "initial_answer", "generate", self.answerer,
-                                 question=question).answer.strip()
-        trace.initial_answer = received
+        received = self.initial_answer(run, question, draft)
         context = _LazyContext(self, run, question)
 
         if needs_cold_start(received):

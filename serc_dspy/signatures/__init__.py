@@ -1,9 +1,21 @@
 """Every dspy.Signature of the package, grouped by the paper's phases."""
 
+from serc_dspy.signatures.baselines import (
+    AnswerFromContext,
+    AnswerFromMemory,
+    CheckAgreement,
+    ExplainErrors,
+    MinimalEdit,
+    PlanVerifications,
+    ResearchQuestions,
+    ReviseWithExplanation,
+    SubQuestions,
+    VerifiedAnswer,
+)
 from serc_dspy.signatures.correction import CorrectFacts, FactFix
 from serc_dspy.signatures.decomposition import AtomicFacts
 from serc_dspy.signatures.firewall import AnswerEntity, EvidenceEntity, QueryEntity, SameEntity
-from serc_dspy.signatures.generation import GroundedAnswer, InitialAnswer
+from serc_dspy.signatures.generation import AnswerQuestion, GroundedAnswer
 from serc_dspy.signatures.reconstruction import PolishAnswer, RewriteSentence
 from serc_dspy.signatures.verification import (
     EvidenceSummary,
@@ -15,6 +27,16 @@ from serc_dspy.signatures.verification import (
 )
 
 __all__ = [
+    "AnswerFromContext",
+    "AnswerFromMemory",
+    "CheckAgreement",
+    "ExplainErrors",
+    "MinimalEdit",
+    "PlanVerifications",
+    "ResearchQuestions",
+    "ReviseWithExplanation",
+    "SubQuestions",
+    "VerifiedAnswer",
     "AnswerEntity",
     "AtomicFacts",
     "CorrectFacts",
@@ -22,7 +44,7 @@ __all__ = [
     "EvidenceSummary",
     "FactFix",
     "GroundedAnswer",
-    "InitialAnswer",
+    "AnswerQuestion",
     "JudgeFact",
     "JudgeFacts",
     "ParametricEvidence",

@@ -3,7 +3,7 @@
 import dspy
 
 
-class InitialAnswer(dspy.Signature):
+class AnswerQuestion(dspy.Signature):
     """Answer the question directly and factually from what you know.
 
     Write a short, plain paragraph about the subject of the question. State concrete facts

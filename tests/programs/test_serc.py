@@ -2,7 +2,7 @@
 
 import dspy
 import pytest
-from scripted import scripted_lm
+from scripted import CountingRetriever, scripted_lm
 
 from serc_dspy import SERC, InputError, LocalCorpus, Trace
 from serc_dspy.programs.base import NO_INFO_ANSWER
@@ -48,7 +48,7 @@ def handlers(**overrides):
         return {"corrections": out}
 
     base = {
-        "InitialAnswer": lambda i: {"answer": DRAFT},
+        "AnswerQuestion": lambda i: {"answer": DRAFT},
         "GroundedAnswer": lambda i: {"answer": "Marie Curie was a physicist and chemist born "
                                      "in Warsaw who won two Nobel Prizes."},
         "QueryEntity": lambda i: {"entity": "Marie Curie"},
@@ -67,25 +67,6 @@ def handlers(**overrides):
     }
     base.update(overrides)
     return base
-
-
-CORPUS = {
-    "curie.txt": "Marie Curie was born in Warsaw in 1867. She studied at the Sorbonne in Paris. "
-                 "She won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
-}
-
-
-class CountingRetriever:
-    def __init__(self, inner=None, fail=False):
-        self.inner = inner or LocalCorpus.from_texts(CORPUS)
-        self.fail = fail
-        self.queries = []
-
-    def __call__(self, query, k):
-        self.queries.append(query)
-        if self.fail:
-            raise ConnectionError("search backend is down")
-        return self.inner(query, k)
 
 
 def run(program_kwargs=None, question="Tell me a bio of Marie Curie.", draft=None, **overrides):
@@ -176,7 +157,7 @@ def test_firewall_match_does_not_reset_and_disabled_firewall_makes_no_entity_cal
 
 def test_refusal_triggers_rag_first_cold_start():
     refusal = "I'm sorry, but I don't have information about that person."
-    prediction, engine, retriever = run(InitialAnswer=lambda i: {"answer": refusal})
+    prediction, engine, retriever = run(AnswerQuestion=lambda i: {"answer": refusal})
     assert prediction.trace.cold_start
     assert len(engine.of("GroundedAnswer")) == 1
     assert retriever.queries[0] == "Tell me a bio of Marie Curie."
@@ -187,7 +168,7 @@ def test_refusal_triggers_rag_first_cold_start():
 def test_refusal_without_any_context_answers_no_info():
     empty = LocalCorpus.from_texts({"other.txt": "Bananas are yellow fruit grown in the tropics."})
     prediction, engine, _ = run({"retriever": CountingRetriever(empty)},
-                                InitialAnswer=lambda i: {"answer": "I cannot answer that."})
+                                AnswerQuestion=lambda i: {"answer": "I cannot answer that."})
     assert prediction.trace.status == "no_info"
     assert prediction.answer == NO_INFO_ANSWER
     assert engine.of("AtomicFacts") == []
@@ -286,7 +267,7 @@ def test_short_reconstruction_falls_back_to_the_received_answer():
 def test_draft_skips_generation():
     draft = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
     prediction, engine, _ = run(draft=draft)
-    assert engine.of("InitialAnswer") == []
+    assert engine.of("AnswerQuestion") == []
     assert prediction.initial_answer == draft and prediction.trace.draft_given
 
 

@@ -1,0 +1,63 @@
+"""Method names -> programs, so the CLI and the experiment runner build any method the same way.
+
+A new method is one new module plus one line in `METHODS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from serc_dspy.programs.base import InputError, TracedProgram
+from serc_dspy.programs.baselines import RARR, CoVe, CoVeRAG, InitialAnswer, ReEx
+from serc_dspy.programs.serc import SERC
+
+SERC_ONLY_OPTIONS = {"firewall", "use_retrieval", "density", "max_facts_per_check",
+                     "match_cutoff", "polish_temperature"}
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    program: Callable[..., TracedProgram]
+    description: str
+    preset: dict[str, Any] = field(default_factory=dict)
+    needs_retriever: bool = True
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("initial", InitialAnswer, "the uncorrected initial answer", needs_retriever=False),
+    Method("serc", SERC, "SERC: sparse check nodes (<=5 facts), firewall, retrieval"),
+    Method("serc_dense", SERC, "High-Density: one check node per fact", {"density": "atomic"}),
+    Method("serc_no_rag", SERC, "SERC w/o RAG: evidence from the LM's own knowledge",
+           {"use_retrieval": False}, needs_retriever=False),
+    Method("serc_no_firewall", SERC, "SERC w/o the entity firewall", {"firewall": False}),
+    Method("cove", CoVe, "Chain-of-Verification without retrieval", needs_retriever=False),
+    Method("cove_rag", CoVeRAG, "CoVe with questions answered from retrieved context"),
+    Method("rarr", RARR, "RARR: research questions, agreement checks, minimal edits"),
+    Method("reex", ReEx, "Re-Ex: sub-questions, error explanation, revision"),
+]}
+
+
+def method_names() -> list[str]:
+    return list(METHODS)
+
+
+def get_method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown method {name!r}; valid methods: {', '.join(METHODS)}"
+        ) from None
+
+
+def build_method(name: str, retriever=None, **options: Any) -> TracedProgram:
+    """Build a method's program; SERC-only options are dropped for the baselines."""
+    method = get_method(name)
+    if method.program is not SERC:
+        options = {k: v for k, v in options.items() if k not in SERC_ONLY_OPTIONS}
+    program = method.program(retriever, **{**options, **method.preset})
+    program.method_name = name
+    return program

@@ -1,0 +1,110 @@
+"""The `serc` command: argument errors, output formats, methods, under a scripted LM."""
+
+import json
+
+import pytest
+from conftest import EXAMPLES
+from scripted import scripted_lm
+
+from serc_dspy.cli import main
+from serc_dspy.trace import Trace
+
+DRAFT = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
+
+
+def _handlers():
+    return {
+        "AnswerQuestion": lambda i: {"answer": DRAFT},
+        "QueryEntity": lambda i: {"entity": "Marie Curie"},
+        "AnswerEntity": lambda i: {"entity": "Marie Curie (physicist)"},
+        "EvidenceEntity": lambda i: {"entity": "Marie Curie (physicist)"},
+        "SameEntity": lambda i: {"analysis": "Same.", "same": "YES"},
+        "AtomicFacts": lambda i: {"facts": [i["sentence"]]},
+        "VerificationQuery": lambda i: {"query": "Marie Curie " + i["facts"][0]},
+        "EvidenceSummary": lambda i: {"evidence": "Born in Warsaw; studied at the Sorbonne."},
+        "JudgeFact": lambda i: {"verdict": "CONTRADICTED" if "Kraków" in i["claim"]
+                                else "SUPPORTED"},
+        "CorrectFacts": lambda i: {"corrections": [
+            {"original": f, "fixed": f.replace("Kraków", "Warsaw")}
+            for f in i["erroneous_facts"]]},
+        "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+        "ResearchQuestions": lambda i: {"queries": ["Marie Curie birthplace"]},
+        "CheckAgreement": lambda i: {"reasoning": "ok", "agreement": "AGREE"},
+    }
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    lm, engine = scripted_lm(_handlers())
+    monkeypatch.setattr("serc_dspy.backends.embedded_lm", lambda *a, **k: lm)
+    return engine
+
+
+def test_ask_prints_answer_and_syndrome_summary(scripted, capsys):
+    code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus")])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.out.strip().startswith("Marie Curie was born in Warsaw in 1867.")
+    assert ("facts checked 2 / supported 1 / contradicted 1 / not found 0 / corrected 1 / "
+            "pruned 0") in captured.err
+    assert "detect: 2/2 checks" in captured.err  # progress
+
+
+def test_quiet_hides_progress(scripted, capsys):
+    main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
+          "--quiet"])
+    assert "detect:" not in capsys.readouterr().err
+
+
+def test_correct_json_and_trace_file(scripted, capsys, tmp_path):
+    draft = tmp_path / "draft.txt"
+    draft.write_text(DRAFT)
+    out_file = tmp_path / "t.json"
+    code = main(["correct", "--question", "Tell me a bio of Marie Curie.", "--draft", str(draft),
+                 "--corpus", str(EXAMPLES / "corpus"), "--json", "--trace", str(out_file)])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert payload["initial_answer"] == DRAFT
+    assert "Warsaw" in payload["answer"]
+    assert payload["usage"]["total"]["calls"] == len(scripted.calls)
+    assert Trace.from_json(out_file.read_text()).answer == payload["answer"]
+    assert scripted.of("AnswerQuestion") == []
+
+
+def test_method_option_runs_that_method(scripted, capsys):
+    code = main(["ask", "q?", "--method", "rarr", "--corpus", str(EXAMPLES / "corpus"), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["trace"]["method"] == "rarr"
+    assert scripted.of("CheckAgreement")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ask", "Who?"], "no retriever configured: pass --corpus"),
+    (["ask", "Who?", "--corpus", "/does/not/exist"], "corpus path does not exist"),
+    (["ask", "  ", "--corpus", "EXAMPLES"], "the question is empty"),
+    (["ask", "Who?", "--corpus", "EXAMPLES", "--method", "nope"], "valid methods: initial"),
+    (["ask", "Who?", "--corpus", "EXAMPLES", "--lm", "gpt"], "accepted forms"),
+    (["correct", "--question", "Who?", "--draft", "/nope.txt", "--corpus", "EXAMPLES"],
+     "draft file not found"),
+    (["ask", "Who?", "--corpus", "EMPTY"], "no .txt or .md files"),
+    (["ask", "Who?", "--corpus", "EXAMPLES", "--max-facts-per-check", "0"],
+     "max_facts_per_check"),
+])
+def test_bad_input_gives_one_line_error_and_status_2(argv, message, capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    argv = [str(EXAMPLES / "corpus") if a == "EXAMPLES" else
+            str(tmp_path / "empty") if a == "EMPTY" else a for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert message in err and err.startswith("serc: error:") and len(err.splitlines()) == 1
+
+
+def test_no_retrieval_needs_no_corpus(monkeypatch, capsys):
+    handlers = _handlers()
+    handlers["ParametricEvidence"] = lambda i: {"evidence": "Born in Warsaw."}
+    lm, engine = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.backends.embedded_lm", lambda *a, **k: lm)
+    assert main(["ask", "Tell me a bio of Marie Curie.", "--no-retrieval", "--quiet"]) == 0
+    assert engine.of("ParametricEvidence") and not engine.of("EvidenceSummary")
