@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from serc_dspy.errors import UserError
+
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -70,31 +72,20 @@ def _read_draft(path: str) -> str:
 
 
 def _build_retriever(args, needs_retriever: bool):
-    from serc_dspy.retrieval import CorpusError, LocalCorpus
+    from serc_dspy.retrieval import LocalCorpus
 
     if not needs_retriever or (args.no_retrieval and not args.corpus):
         return None
     if not args.corpus:
         raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
                        "files or a .jsonl), or --no-retrieval to verify without retrieval")
-    try:
-        return LocalCorpus(args.corpus)
-    except CorpusError as exc:
-        raise CliError(str(exc)) from exc
+    return LocalCorpus(args.corpus)
 
 
 def _build_lm(args):
-    from serc_dspy.backends import BackendError, embedded_lm
+    from serc_dspy.backends import lm_from_spec
 
-    spec = args.lm.strip()
-    try:
-        if spec == "local":
-            return embedded_lm(max_tokens=args.max_tokens)
-        if spec.startswith("local="):
-            return embedded_lm(spec.split("=", 1)[1], max_tokens=args.max_tokens)
-    except BackendError as exc:
-        raise CliError(str(exc)) from exc
-    raise CliError(f"unknown --lm value {spec!r}; accepted forms: 'local', 'local=PATH.gguf'")
+    return lm_from_spec(args.lm, max_tokens=args.max_tokens)
 
 
 class _Progress:
@@ -123,7 +114,7 @@ class _Progress:
 def run(args) -> int:
     import dspy
 
-    from serc_dspy.programs import InputError, build_method, get_method
+    from serc_dspy.programs import build_method, get_method
 
     if args.command == "ask":
         question, draft = args.question, None
@@ -133,29 +124,23 @@ def run(args) -> int:
             raise CliError(f"draft file is empty: {args.draft}")
     if not question or not question.strip():
         raise CliError("the question is empty")
-    try:
-        method = get_method(args.method)
-    except InputError as exc:
-        raise CliError(str(exc)) from exc
+    method = get_method(args.method)
     needs_retriever = method.needs_retriever and not (
         args.no_retrieval and method.program.__name__ == "SERC")
     retriever = _build_retriever(args, needs_retriever)
     progress = _Progress(args.quiet)
-    try:
-        program = build_method(
-            args.method,
-            retriever=retriever,
-            **({"firewall": False} if args.no_firewall else {}),
-            **({"use_retrieval": False} if args.no_retrieval else {}),
-            **({"density": args.density} if args.density else {}),
-            max_facts_per_check=args.max_facts_per_check,
-            top_k=args.top_k,
-            context_chars=args.context_chars,
-            max_workers=args.workers,
-            progress=progress,
-        )
-    except InputError as exc:
-        raise CliError(str(exc)) from exc
+    program = build_method(
+        args.method,
+        retriever=retriever,
+        **({"firewall": False} if args.no_firewall else {}),
+        **({"use_retrieval": False} if args.no_retrieval else {}),
+        **({"density": args.density} if args.density else {}),
+        max_facts_per_check=args.max_facts_per_check,
+        top_k=args.top_k,
+        context_chars=args.context_chars,
+        max_workers=args.workers,
+        progress=progress,
+    )
     lm = _build_lm(args)
     started = time.monotonic()
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
@@ -188,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except CliError as exc:
-        print(f"serc: error: {exc}", file=sys.stderr)
+    except (CliError, UserError) as exc:
+        message = " ".join(str(exc).split()) if isinstance(exc, CliError) else str(exc)
+        print(f"serc: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("serc: interrupted", file=sys.stderr)

@@ -37,7 +37,7 @@ def _handlers():
 @pytest.fixture
 def scripted(monkeypatch):
     lm, engine = scripted_lm(_handlers())
-    monkeypatch.setattr("serc_dspy.backends.embedded_lm", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
     return engine
 
 
@@ -105,6 +105,6 @@ def test_no_retrieval_needs_no_corpus(monkeypatch, capsys):
     handlers = _handlers()
     handlers["ParametricEvidence"] = lambda i: {"evidence": "Born in Warsaw."}
     lm, engine = scripted_lm(handlers)
-    monkeypatch.setattr("serc_dspy.backends.embedded_lm", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
     assert main(["ask", "Tell me a bio of Marie Curie.", "--no-retrieval", "--quiet"]) == 0
     assert engine.of("ParametricEvidence") and not engine.of("EvidenceSummary")

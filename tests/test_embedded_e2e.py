@@ -61,7 +61,7 @@ def test_cli_correct_prints_the_json_document(lm, tmp_path, capsys, monkeypatch)
     draft = tmp_path / "draft.txt"
     draft.write_text(DRAFT, encoding="utf-8")
     trace_file = tmp_path / "trace.json"
-    monkeypatch.setattr("serc_dspy.backends.embedded_lm", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
     code = main(["correct", "--question", QUESTION, "--draft", str(draft),
                  "--corpus", str(EXAMPLES / "corpus"), "--json", "--quiet",
                  "--trace", str(trace_file)])

@@ -6,5 +6,13 @@ from serc_dspy.backends.embedded import (
     embedded_lm,
     find_smollm2_gguf,
 )
+from serc_dspy.backends.spec import LM_FORMS, lm_from_spec
 
-__all__ = ["BackendError", "LlamaCppEngine", "embedded_lm", "find_smollm2_gguf"]
+__all__ = [
+    "LM_FORMS",
+    "BackendError",
+    "LlamaCppEngine",
+    "embedded_lm",
+    "find_smollm2_gguf",
+    "lm_from_spec",
+]

@@ -18,6 +18,8 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
+from serc_dspy.errors import UserError
+
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT_TOKENS = 8192
 DEFAULT_MAX_TOKENS = 512
@@ -26,7 +28,7 @@ DEFAULT_MAX_TOKENS = 512
 DEFAULT_MAX_LIST_ITEMS = 12
 
 
-class BackendError(RuntimeError):
+class BackendError(UserError):
     """An LM backend cannot be built or used; the message says what to install or pass."""
 
 
@@ -53,14 +55,16 @@ def find_smollm2_gguf() -> Path:
     )
 
 
-def bound_lists(schema: dict[str, Any], max_items: int) -> dict[str, Any]:
-    """Return a copy of a JSON schema in which every array without a bound gets `maxItems`."""
+def bound_lists(schema: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
+    """Return a copy of a JSON schema whose unbounded arrays get `maxItems` (and `minItems`)."""
     schema = copy.deepcopy(schema)
 
     def visit(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("type") == "array" and "maxItems" not in node:
                 node["maxItems"] = max_items
+            if node.get("type") == "array" and min_items and "minItems" not in node:
+                node["minItems"] = min_items
             for value in node.values():
                 visit(value)
         elif isinstance(node, list):
@@ -88,6 +92,7 @@ class LlamaCppEngine:
         n_ctx: int = DEFAULT_CONTEXT_TOKENS,
         n_threads: int | None = None,
         max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
+        min_list_items: int = 0,
         seed: int = 0,
     ):
         self.model_path = Path(model_path) if model_path else find_smollm2_gguf()
@@ -96,6 +101,7 @@ class LlamaCppEngine:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_list_items = max_list_items
+        self.min_list_items = min_list_items
         self.seed = seed
         self._llama = None
         self._lock = threading.Lock()
@@ -138,7 +144,7 @@ class LlamaCppEngine:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            bounded = bound_lists(schema, self.max_list_items)
+            bounded = bound_lists(schema, self.max_list_items, self.min_list_items)
             self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(bounded), verbose=False)
         return self._grammars[key]
 
@@ -187,6 +193,7 @@ class LlamaCppEngine:
             "model_path": str(self.model_path),
             "n_ctx": self.n_ctx,
             "max_list_items": self.max_list_items,
+            "min_list_items": self.min_list_items,
             "seed": self.seed,
         }
 
@@ -196,6 +203,7 @@ class LlamaCppEngine:
             state.get("model_path"),
             n_ctx=state.get("n_ctx", DEFAULT_CONTEXT_TOKENS),
             max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
+            min_list_items=state.get("min_list_items", 0),
             seed=state.get("seed", 0),
         )
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import dspy
 
+from serc_dspy.errors import UserError
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -31,7 +32,7 @@ STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
 
 
-class InputError(ValueError):
+class InputError(UserError):
     """The caller passed something a method cannot decode; the message says what."""
 
 

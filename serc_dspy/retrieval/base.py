@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from serc_dspy.errors import UserError
 from serc_dspy.trace import Passage
 
 DEFAULT_TOP_K = 8
@@ -26,7 +27,7 @@ class RetrievalError(RuntimeError):
     """A retriever failed or returned something that is not a list of passages."""
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError):
     """A corpus could not be loaded; the message is one line a CLI user can act on."""
 
 
