@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import sys
 import time
@@ -33,7 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--question", required=True, help="the question the draft answers")
     correct.add_argument("--draft", required=True, help="file with the draft answer ('-' = stdin)")
     _add_common(correct)
+
+    for module in _COMMAND_MODULES:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            importlib.import_module(module).register(commands)
     return parser
+
+
+# Subcommand groups that live next to the code they drive; each exposes `register(subparsers)`
+# and sets `handler(args) -> int` on its parsers.
+_COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.commands")
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:
@@ -172,7 +187,8 @@ def run(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return run(args)
+        handler = getattr(args, "handler", None)
+        return handler(args) if handler is not None else run(args)
     except (CliError, UserError) as exc:
         message = " ".join(str(exc).split()) if isinstance(exc, CliError) else str(exc)
         print(f"serc: error: {message}", file=sys.stderr)
