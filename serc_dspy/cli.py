@@ -57,7 +57,11 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                               "initial, cove, cove_rag, rarr, reex")
     command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
     command.add_argument("--lm", default="local",
-                         help="LM to use: 'local' (embedded SmolLM2) or 'local=PATH.gguf'")
+                         help="LM for every stage: local | local=PATH.gguf | hf=DIR_OR_ID | "
+                              "sglang=URL#MODEL | openai=URL#MODEL | PROVIDER/MODEL")
+    command.add_argument("--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
+                         help="a different LM for one stage (generate, firewall, decompose, "
+                              "verify, correct, rewrite, polish); repeatable")
     command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
     command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
     command.add_argument("--no-retrieval", action="store_true",
@@ -101,6 +105,12 @@ def _build_lm(args):
     from serc_dspy.backends import lm_from_spec
 
     return lm_from_spec(args.lm, max_tokens=args.max_tokens)
+
+
+def _build_stage_lms(args):
+    from serc_dspy.backends.spec import parse_stage_lms
+
+    return parse_stage_lms(args.stage_lm, max_tokens=args.max_tokens)
 
 
 class _Progress:
@@ -154,6 +164,7 @@ def run(args) -> int:
         top_k=args.top_k,
         context_chars=args.context_chars,
         max_workers=args.workers,
+        lms=_build_stage_lms(args),
         progress=progress,
     )
     lm = _build_lm(args)

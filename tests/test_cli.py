@@ -108,3 +108,27 @@ def test_no_retrieval_needs_no_corpus(monkeypatch, capsys):
     monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
     assert main(["ask", "Tell me a bio of Marie Curie.", "--no-retrieval", "--quiet"]) == 0
     assert engine.of("ParametricEvidence") and not engine.of("EvidenceSummary")
+
+
+def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, capsys):
+    main_lm, main_engine = scripted_lm(_handlers(), name="generator")
+    verify_lm, verify_engine = scripted_lm(_handlers(), name="verifier")
+    specs = {"local": main_lm, "openai/verifier": verify_lm}
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda spec, **k: specs[spec])
+    monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: specs[spec])
+    code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
+                 "--stage-lm", "verify=openai/verifier", "--json", "--quiet"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    models = payload["usage"]["models"]
+    assert models["local/verifier"]["calls"] == len(verify_engine.calls) > 0
+    assert models["local/generator"]["calls"] == len(main_engine.calls) > 0
+    assert {c["signature"] for c in verify_engine.calls} <= {
+        "VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact"}
+
+
+def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):
+    lm, _ = scripted_lm(_handlers())
+    monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: lm)
+    code = main(["ask", "q", "--corpus", str(EXAMPLES / "corpus"), "--stage-lm", "verfy=local"])
+    assert code == 2 and "unknown stage" in capsys.readouterr().err

@@ -6,6 +6,8 @@ from serc_dspy.backends.embedded import (
     embedded_lm,
     find_smollm2_gguf,
 )
+from serc_dspy.backends.launcher import managed_server, sglang_server
+from serc_dspy.backends.servers import openai_compatible_lm, server_lm, sglang_lm
 from serc_dspy.backends.spec import LM_FORMS, lm_from_spec
 
 __all__ = [
@@ -15,4 +17,9 @@ __all__ = [
     "embedded_lm",
     "find_smollm2_gguf",
     "lm_from_spec",
+    "managed_server",
+    "openai_compatible_lm",
+    "server_lm",
+    "sglang_lm",
+    "sglang_server",
 ]

@@ -55,3 +55,11 @@ __all__ = [
     "VerdictLabel",
     "VerificationQuery",
 ]
+
+from serc_dspy.signatures.evaluation import (  # noqa: E402
+    ClaimSupported,
+    JudgeTruthfulness,
+    SupportLabel,
+)
+
+__all__ += ["ClaimSupported", "JudgeTruthfulness", "SupportLabel"]
