@@ -56,6 +56,10 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                          help="serc (default), serc_dense, serc_no_rag, serc_no_firewall, "
                               "initial, cove, cove_rag, rarr, reex")
     command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
+    command.add_argument("--search", choices=["tavily"],
+                         help="web search instead of a corpus (key from TAVILY_API_KEY)")
+    command.add_argument("--cache", metavar="FILE",
+                         help="cache retrieval results in this SQLite file (reruns are offline)")
     command.add_argument("--lm", default="local",
                          help="LM for every stage: local | local=PATH.gguf | hf=DIR_OR_ID | "
                               "sglang=URL#MODEL | openai=URL#MODEL | PROVIDER/MODEL")
@@ -91,14 +95,26 @@ def _read_draft(path: str) -> str:
 
 
 def _build_retriever(args, needs_retriever: bool):
-    from serc_dspy.retrieval import LocalCorpus
+    from serc_dspy.retrieval import CachedRetriever, LocalCorpus
 
-    if not needs_retriever or (args.no_retrieval and not args.corpus):
+    if not needs_retriever or (args.no_retrieval and not (args.corpus or args.search)):
         return None
-    if not args.corpus:
+    if args.corpus and args.search:
+        raise CliError("pass either --corpus or --search, not both")
+    if args.search == "tavily":
+        try:
+            from serc_dspy.retrieval.tavily import TavilyRetriever
+        except ImportError as exc:
+            raise CliError("Tavily search needs the tavily extra: "
+                           "pip install 'serc-dspy[tavily]'") from exc
+        retriever = TavilyRetriever()
+    elif args.corpus:
+        retriever = LocalCorpus(args.corpus)
+    else:
         raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
-                       "files or a .jsonl), or --no-retrieval to verify without retrieval")
-    return LocalCorpus(args.corpus)
+                       "files or a .jsonl), --search tavily, or --no-retrieval to verify "
+                       "without retrieval")
+    return CachedRetriever(retriever, args.cache) if args.cache else retriever
 
 
 def _build_lm(args):

@@ -132,3 +132,31 @@ def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: lm)
     code = main(["ask", "q", "--corpus", str(EXAMPLES / "corpus"), "--stage-lm", "verfy=local"])
     assert code == 2 and "unknown stage" in capsys.readouterr().err
+
+
+def test_cache_option_makes_a_rerun_retrieval_free(scripted, capsys, tmp_path, monkeypatch):
+    from serc_dspy.retrieval import local
+
+    calls = []
+    real = local.LocalCorpus.__call__
+
+    def counting(self, query, k=8):
+        calls.append(query)
+        return real(self, query, k)
+
+    monkeypatch.setattr(local.LocalCorpus, "__call__", counting)
+    argv = ["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
+            "--cache", str(tmp_path / "cache.sqlite"), "--quiet"]
+    assert main(argv) == 0
+    first = len(calls)
+    assert first > 0
+    assert main(argv) == 0
+    assert len(calls) == first  # every retrieval of the second run came from the cache
+    capsys.readouterr()
+
+
+def test_tavily_without_a_key_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    assert main(["ask", "Who?", "--search", "tavily"]) == 2
+    err = capsys.readouterr().err
+    assert "TAVILY_API_KEY" in err and len(err.strip().splitlines()) == 1
