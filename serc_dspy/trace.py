@@ -60,7 +60,7 @@ class Check(BaseModel):
 class Firewall(BaseModel):
     """Phase 1's entity firewall: three descriptors, the judge's reasoning and outcome."""
 
-    enabled: bool = True
+    enabled: bool = False
     query_entity: str = ""
     answer_entity: str = ""
     evidence_entity: str = ""

@@ -143,6 +143,7 @@ class SERC(TracedProgram):
     # == Phase 1: coarse alignment and the entity firewall ==================================
     def align(self, run: Run, question: str, draft: str | None) -> None:
         trace = run.trace
+        trace.firewall.enabled = self.firewall
         received = self.initial_answer(run, question, draft)
         context = _LazyContext(self, run, question)
 
@@ -160,7 +161,6 @@ class SERC(TracedProgram):
                     return
         trace.received = received
         trace.subject = question
-        trace.firewall.enabled = self.firewall
         if self.firewall and not trace.cold_start:
             self.entity_firewall(run, question, context)
         elif trace.cold_start:
