@@ -63,7 +63,10 @@ def _hf_cache_dir() -> str:
 def _in_local_cache(repo_id: str, filename: str) -> bool:
     from huggingface_hub import try_to_load_from_cache
 
-    return isinstance(try_to_load_from_cache(repo_id, filename), str)
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, filename), str)
+    except ValueError:  # huggingface_hub rejects the string as a repo id
+        return False
 
 
 class TransformersEngine:
@@ -102,6 +105,8 @@ class TransformersEngine:
         self._loaded: tuple[Any, Any] | None = None
         self._compiler = None
         self._stop_ids: list[int] = []
+        self._device = "cpu"
+        self._context: int | None = None
         self._grammars: dict[str, Any] = {}
         self.load_seconds: float | None = None
 
@@ -159,6 +164,8 @@ class TransformersEngine:
             ) from exc
         started = time.perf_counter()
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise BackendError(f"device {device!r} requested but torch sees no CUDA device")
         dtype_name = self.dtype or ("bfloat16" if device.startswith("cuda") else "float32")
         options: dict[str, Any] = {"local_files_only": self.local_files_only}
         if self._gguf:
@@ -183,13 +190,14 @@ class TransformersEngine:
             tokenizer, vocab_size=vocab_size, stop_token_ids=self._stop_ids)
         self._compiler = xgr.GrammarCompiler(info, max_threads=1)
         self._device = device
+        self._context = getattr(model.config.get_text_config(), "max_position_embeddings", None)
         self._loaded = (tokenizer, model)
         self.load_seconds = time.perf_counter() - started
         return self._loaded
 
     def _grammar(self, response_format: dict[str, Any] | None):
         """Compile (and cache) an xgrammar grammar for the requested JSON schema, if any."""
-        if not response_format:
+        if not response_format or response_format.get("type") == "text":
             return None
         schema = response_format.get("schema")
         if schema is None and isinstance(response_format.get("json_schema"), dict):
@@ -230,6 +238,13 @@ class TransformersEngine:
 
             grammar = self._grammar(config.response_format)
             input_ids, attention_mask = self._prompt_ids(tokenizer, messages)
+            if self._context and input_ids.shape[1] + max_tokens > self._context:
+                max_tokens = self._context - input_ids.shape[1]
+                if max_tokens < 16:
+                    raise BackendError(
+                        f"prompt of {input_ids.shape[1]} tokens does not fit the model's context "
+                        f"of {self._context} tokens; lower the retrieval context cap"
+                    )
             options: dict[str, Any] = {
                 "max_new_tokens": max_tokens,
                 "eos_token_id": self._stop_ids,
