@@ -9,6 +9,7 @@ from serc_dspy.backends.embedded import (
 from serc_dspy.backends.launcher import managed_server, sglang_server
 from serc_dspy.backends.servers import openai_compatible_lm, server_lm, sglang_lm
 from serc_dspy.backends.spec import LM_FORMS, lm_from_spec
+from serc_dspy.backends.transformers_lm import transformers_lm
 
 __all__ = [
     "LM_FORMS",
@@ -22,4 +23,5 @@ __all__ = [
     "server_lm",
     "sglang_lm",
     "sglang_server",
+    "transformers_lm",
 ]
