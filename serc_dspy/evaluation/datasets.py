@@ -3,11 +3,13 @@
 Every loader takes a path (the package never assumes where data lives) and returns `Item`s with
 stable ids, so a results file can be resumed and scored against the same items later:
 
-| dataset | file | item id | question | topic | draft |
-|---|---|---|---|---|---|
-| `bio` | one entity per line | the entity | "Tell me a bio of <entity>." | entity | `--drafts` |
-| `truthfulqa` | TruthfulQA.csv | `tqa-<row>` (0-based data row) | Question | - | - |
-| `factscore` | JSONL `{input, output, topic}` | the topic | `input` without "Question: " | topic | output |
+| dataset | file | item id | question | draft |
+|---|---|---|---|---|
+| `bio` | one entity per line | the entity | "Tell me a bio of <entity>." | `--drafts` |
+| `truthfulqa` | TruthfulQA.csv | `tqa-<row>` (0-based data row) | Question | - |
+| `factscore` | JSONL `{input, output, topic}` | the topic | `input` minus "Question: " | output |
+
+The topic of a bio / factscore item is its entity (the Wikipedia title used for scoring).
 
 A missing file, an unreadable one or a malformed row raises `DatasetError` (a `UserError`) with
 a one-line message naming the file and line.

@@ -19,7 +19,9 @@ are filled in article order (the lead first). A topic that is not in the databas
 `UnknownTopicError` (a `UserError`); use `topic in source` to test first.
 
 The same object is also a general `Retriever` (`source(query, k)`) over every article at once,
-so an experiment can retrieve from the very articles it is scored against.
+so an experiment can retrieve from the very articles it is scored against. That index is built
+in memory on the first call from every passage, which suits a knowledge source of the size of
+a benchmark's articles, not a whole Wikipedia dump.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ SCORING_TOP_K = 5
 
 _HEADING = re.compile(r"^\s*(=+)\s*(.*?)\s*\1\s*$", re.M)
 _MARKERS = re.compile(r"</?s>")
+_SKIPPED_SECTIONS = frozenset({"references", "external links", "see also", "further reading",
+                               "notes", "citations", "sources", "bibliography", "footnotes"})
 
 
 class KnowledgeError(UserError):
@@ -62,10 +66,28 @@ def article_passages(text: str, passage_chars: int = DEFAULT_PASSAGE_CHARS) -> l
     """Cut an article into passages along paragraph, then sentence, then word boundaries.
 
     MediaWiki section headings (`== Early life ==`) become a short line of their own ("Early
-    life.") so the passage that follows keeps its context.
+    life.") so the passage that follows keeps its context; link and citation sections
+    (`_SKIPPED_SECTIONS`: references, external links...) are dropped, since they hold titles
+    rather than facts and would match every query that names the topic.
     """
-    text = _HEADING.sub(lambda m: f"\n\n{m.group(2)}." if m.group(2) else "", text or "")
-    return chunk_text(text, passage_chars)
+    kept, skipping, level = [], False, 0
+    position = 0
+    for match in _HEADING.finditer(text or ""):
+        if not skipping:
+            kept.append(text[position:match.start()].lstrip() if kept else
+                        text[position:match.start()])
+        depth, title = len(match.group(1)), match.group(2)
+        if skipping and depth > level:
+            position = match.end()
+            continue
+        skipping = title.strip().casefold() in _SKIPPED_SECTIONS
+        level = depth
+        if not skipping and title:
+            kept.append(f"\n\n{title}.\n")
+        position = match.end()
+    if not skipping:
+        kept.append((text or "")[position:].lstrip() if kept else (text or "")[position:])
+    return chunk_text("".join(kept), passage_chars)
 
 
 def _article_text(topic: str, value: Any) -> str | list[str]:

@@ -1,0 +1,250 @@
+"""Markdown tables (the paper's Tables 1, 2 and 5) and a score-vs-cost plot from results files.
+
+Each results file `RUN.jsonl` is read with its siblings when present: `RUN.meta.json`,
+`RUN.factscore.jsonl` (+ `.summary.json` for the length-penalty setting) and
+`RUN.truthfulqa.jsonl`. Scores are recomputed from the per-item lines and cost from each
+record's trace, so a report never trusts a stale summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.metrics import CostSummary, summarize_cost, token_reduction
+from serc_dspy.evaluation.runner import (
+    factscore_summary,
+    read_jsonl,
+    sibling,
+    truthfulqa_summary,
+)
+
+_SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
+                   ".truthfulqa.jsonl", ".meta.json")
+PLOT_NAME = "score_vs_tokens.png"
+REPORT_NAME = "report.md"
+
+
+class RunReport(BaseModel):
+    path: str
+    label: str = ""
+    method: str = "?"
+    dataset: str | None = None
+    records: int = 0
+    failed: int = 0
+    cost: CostSummary = Field(default_factory=CostSummary)
+    factscore: dict[str, Any] | None = None
+    truthfulqa: dict[str, Any] | None = None
+
+
+def run_path_of(path: str | os.PathLike[str]) -> Path:
+    """Map a score or meta file back to its results file (`RUN.factscore.jsonl` -> `RUN.jsonl`)."""
+    path = Path(path)
+    for suffix in _SCORE_SUFFIXES:
+        if path.name.endswith(suffix):
+            return path.with_name(path.name[: -len(suffix)] + ".jsonl")
+    return path
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_run(path: str | os.PathLike[str]) -> RunReport:
+    run = run_path_of(path)
+    records = read_jsonl(run)
+    if not records:
+        raise UserError(f"results file {run} has no records")
+    meta = _read_json(sibling(run, ".meta.json"))
+    report = RunReport(
+        path=str(run),
+        method=str(meta.get("method") or records[0].get("method") or "?"),
+        dataset=meta.get("dataset") or records[0].get("dataset"),
+        records=len(records),
+        failed=sum(1 for r in records if r.get("error")),
+        cost=summarize_cost(records),
+    )
+    fs_path = sibling(run, ".factscore.jsonl")
+    if fs_path.is_file():
+        settings = _read_json(sibling(run, ".factscore.summary.json"))
+        report.factscore = factscore_summary(
+            read_jsonl(fs_path), length_penalty=bool(settings.get("length_penalty")),
+            gamma=int(settings.get("gamma") or 10))
+    tqa_path = sibling(run, ".truthfulqa.jsonl")
+    if tqa_path.is_file():
+        report.truthfulqa = truthfulqa_summary(read_jsonl(tqa_path))
+    return report
+
+
+def load_runs(paths: list[str]) -> list[RunReport]:
+    if not paths:
+        raise UserError("no results files given")
+    seen, runs = set(), []
+    for path in paths:
+        run = run_path_of(path)
+        if run.resolve() not in seen:
+            seen.add(run.resolve())
+            runs.append(load_run(run))
+    keys = Counter((r.method, r.dataset) for r in runs)
+    for run in runs:
+        duplicate = keys[(run.method, run.dataset)] > 1
+        run.label = f"{run.method} ({Path(run.path).stem})" if duplicate else run.method
+    return runs
+
+
+def _f(value: Any, spec: str = ".4f") -> str:
+    if value is None:
+        return "–"
+    return format(value, spec)
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def factscore_table(runs: list[RunReport]) -> str:
+    rows = [r for r in runs if r.factscore]
+    if not rows:
+        return ""
+    lines = ["| method | answers | FActScore | initial FActScore | respond | avg facts | "
+             "initial avg facts | preservation | errors |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    penalised = [bool(r.factscore.get("length_penalty")) for r in rows]  # type: ignore[union-attr]
+    mixed = len(set(penalised)) > 1
+    for r, lp in zip(rows, penalised, strict=True):
+        fs, init = r.factscore, r.factscore["initial"]  # type: ignore[index]
+        label = f"{r.label} (LP)" if mixed and lp else r.label
+        lines.append(
+            f"| {label} | {fs['answers']} | {_f(fs['factscore'])} | {_f(init['factscore'])} | "
+            f"{_pct(fs['respond_ratio'])} | {_f(fs['avg_facts'], '.2f')} | "
+            f"{_f(init['avg_facts'], '.2f')} | {_pct(fs['preservation'])} | "
+            f"{fs['errors']} |")
+    if mixed:
+        note = " (LP = with FActScore's length penalty)"
+    else:
+        note = " (with FActScore's length penalty)" if penalised[0] else ""
+    return "### FActScore (LongForm Bio)" + note + "\n\n" + "\n".join(lines)
+
+
+def truthfulqa_table(runs: list[RunReport]) -> str:
+    rows = [r for r in runs if r.truthfulqa]
+    if not rows:
+        return ""
+    lines = ["| method | judged | accuracy (score >= 8) | mean score | misconceptions | "
+             "errors |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        t = r.truthfulqa
+        lines.append(f"| {r.label} | {t['judged']} | {_pct(t['accuracy'])} | "  # type: ignore[index]
+                     f"{_f(t['mean_score'], '.2f')} | {t['misconceptions']} | "  # type: ignore[index]
+                     f"{t['errors']} |")  # type: ignore[index]
+    return "### TruthfulQA (LLM judge)\n\n" + "\n".join(lines)
+
+
+def cost_table(runs: list[RunReport]) -> str:
+    lines = ["| method | dataset | questions | LM calls / q | prompt tokens / q | "
+             "completion tokens / q | tokens / q | seconds / q | failed |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        c = r.cost
+        lines.append(
+            f"| {r.label} | {r.dataset or '–'} | {c.questions} | {_f(c.calls_per_question, '.1f')} "
+            f"| {_f(c.prompt_tokens_per_question, ',.0f')} | "
+            f"{_f(c.completion_tokens_per_question, ',.0f')} | "
+            f"{_f(c.tokens_per_question, ',.0f')} | {_f(c.seconds_per_question, '.1f')} | "
+            f"{r.failed} |")
+    notes = []
+    for dataset in dict.fromkeys(r.dataset for r in runs):
+        sparse = [r for r in runs if r.dataset == dataset and r.method == "serc"]
+        dense = [r for r in runs if r.dataset == dataset and r.method == "serc_dense"]
+        for s in sparse:
+            for d in dense:
+                cut = token_reduction(s.cost.tokens_per_question, d.cost.tokens_per_question)
+                if cut is not None:
+                    notes.append(
+                        f"Token reduction of {s.label} vs {d.label}"
+                        f"{f' on {dataset}' if dataset else ''}: {100 * cut:.1f}% "
+                        f"({s.cost.tokens_per_question:,.0f} vs "
+                        f"{d.cost.tokens_per_question:,.0f} tokens per question).")
+    table = "### Cost per question (from each result's trace)\n\n" + "\n".join(lines)
+    return table + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def markdown_report(runs: list[RunReport]) -> str:
+    parts = [factscore_table(runs), truthfulqa_table(runs), cost_table(runs)]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _points(runs: list[RunReport]) -> dict[str, list[tuple[str, float, float]]]:
+    panels: dict[str, list[tuple[str, float, float]]] = {}
+    for r in runs:
+        tokens = r.cost.tokens_per_question
+        if tokens is None:
+            continue
+        if r.factscore and r.factscore.get("factscore") is not None:
+            panels.setdefault("FActScore", []).append((r.label, tokens, r.factscore["factscore"]))
+        if r.truthfulqa and r.truthfulqa.get("accuracy") is not None:
+            panels.setdefault("TruthfulQA accuracy", []).append(
+                (r.label, tokens, r.truthfulqa["accuracy"]))
+    return panels
+
+
+def write_plot(runs: list[RunReport], path: str | os.PathLike[str]) -> Path | None:
+    """Scatter of score against tokens per question, one panel per metric; None if no scores."""
+    panels = _points(runs)
+    if not panels:
+        return None
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError("the plot needs matplotlib: pip install 'serc-dspy[eval]'") from None
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (metric, points) in zip(axes[0], panels.items(), strict=True):
+        for label, x, y in points:
+            ax.scatter([x], [y], s=40)
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.set_xlabel("tokens per question")
+        ax.set_ylabel(metric)
+        ax.set_title(f"{metric} vs cost")
+        ax.grid(True, alpha=0.3)
+        ax.margins(0.2)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(paths: list[str], out_dir: str | os.PathLike[str]
+                 ) -> tuple[str, Path, Path | str]:
+    """Build the markdown and the plot.
+
+    Returns (markdown, report path, plot path), where the plot is instead a string saying why
+    there is none (no scores yet, or matplotlib missing): the tables never depend on it.
+    """
+    runs = load_runs(paths)
+    text = markdown_report(runs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report_path = out / REPORT_NAME
+    report_path.write_text(text, encoding="utf-8")
+    try:
+        plot: Path | str = write_plot(runs, out / PLOT_NAME) or "no scores to plot"
+    except UserError as exc:
+        plot = str(exc)
+    return text, report_path, plot

@@ -1,0 +1,515 @@
+"""Run a method over a dataset, and score results files, resumably and one JSON line per item.
+
+Durability and resume (both `run_experiment` and the `score_*` functions):
+- every finished item is appended as one JSON line, then flushed and fsynced, under a lock, so
+  a killed run loses at most the items in flight;
+- re-running with the same output file skips every id already present; before that the file is
+  compacted: a torn last line (a kill mid-write) and records of FAILED items are dropped, so
+  failed items are retried on resume and each id still appears exactly once;
+- a failing item is recorded with its error string (and no answer) and the run goes on.
+
+A run also writes `<out>.meta.json` (method, dataset, options, LM name; never API keys).
+Scoring `RUN.jsonl` writes `RUN.factscore.jsonl` / `RUN.truthfulqa.jsonl` and a
+`RUN.<metric>.summary.json` next to it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dspy
+from pydantic import BaseModel
+
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.datasets import Item
+from serc_dspy.evaluation.metrics import (
+    ATTEMPTS,
+    GAMMA,
+    AnswerScore,
+    FactScorer,
+    TruthfulnessJudge,
+    TruthfulnessScore,
+    fact_preservation,
+    summarize_cost,
+    summarize_factscore,
+    summarize_truthfulqa,
+)
+from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
+from serc_dspy.trace import Trace, Usage
+
+RESULTS_SUFFIX = ".jsonl"
+
+
+def sibling(path: str | os.PathLike[str], suffix: str) -> Path:
+    """`results/RUN.jsonl` + `.meta.json` -> `results/RUN.meta.json`."""
+    path = Path(path)
+    stem = path.name[: -len(RESULTS_SUFFIX)] if path.name.endswith(RESULTS_SUFFIX) else path.name
+    return path.with_name(stem + suffix)
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Records of a results file, skipping a torn last line and blank lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"results file not found: {path}")
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+class JsonlStore:
+    """An append-only JSONL file of per-item records keyed by `"id"`, durable line by line."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.lock = threading.Lock()
+        self.dropped_failed = 0
+        self.dropped_torn = 0
+
+    def resume(self, *, retry_failed: bool = True) -> dict[str, dict[str, Any]]:
+        """Compact the file (see module docs) and return the kept records by id."""
+        if not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return {}
+        raw = self.path.read_bytes().decode("utf-8", errors="replace")
+        kept: dict[str, dict[str, Any]] = {}
+        changed = bool(raw) and not raw.endswith("\n")
+        for line in raw.split("\n"):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                ident = str(record["id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                self.dropped_torn += 1
+                changed = True
+                continue
+            if ident in kept or (retry_failed and record.get("error")):
+                self.dropped_failed += bool(record.get("error"))
+                changed = True
+                continue
+            kept[ident] = record
+        if changed:
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept.values())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        return kept
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="item", file=sys.stderr,
+                disable=not enabled, dynamic_ncols=True, smoothing=0.1)
+
+
+def _process(todo: Sequence[Any], work: Callable[[Any], dict[str, Any]], store: JsonlStore, *,
+             workers: int, bar) -> tuple[int, int]:
+    """Run `work` over `todo` on a bounded thread pool; each record is appended by the worker
+    that made it, so an item finishing after an interrupt is still saved.
+
+    Every task runs in its own copy of the caller's context, so `dspy.context` settings (LM,
+    adapter) reach the workers. At most `workers` tasks are queued at once, so an interrupt
+    leaves nothing else to run. Returns (completed, failed).
+    """
+    if not todo:
+        return 0, 0
+
+    def task(item: Any) -> dict[str, Any]:
+        record = work(item)
+        store.append(record)
+        return record
+
+    completed = failed = 0
+    queue = iter(todo)
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool:
+        pending = set()
+        try:
+            for item in queue:
+                pending.add(pool.submit(contextvars.copy_context().run, task, item))
+                if len(pending) >= workers:
+                    break
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record = future.result()
+                    completed += 1
+                    failed += bool(record.get("error"))
+                    bar.set_postfix(failed=failed, refresh=False)
+                    bar.update(1)
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(contextvars.copy_context().run, task, nxt))
+        except BaseException:
+            running = [f for f in pending if not f.cancel()]
+            if running:
+                print(f"\ninterrupted: waiting for {len(running)} item(s) in flight to finish "
+                      "and be saved (kill the process to drop them)", file=sys.stderr)
+            raise
+    return completed, failed
+
+
+class RunSummary(BaseModel):
+    out: str
+    total: int
+    skipped: int
+    completed: int
+    failed: int
+    seconds: float
+
+
+def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in options.items():
+        try:
+            json.dumps(value)
+        except TypeError:
+            value = repr(value)
+        out[key] = value
+    return out
+
+
+def _lm_name(lm: Any) -> str | None:
+    if lm is None:
+        lm = dspy.settings.lm
+    return str(getattr(lm, "model", None)) if lm is not None else None
+
+
+_CONCURRENCY_OPTIONS = {"max_workers", "progress"}
+
+
+def _check_same_settings(meta_path: Path, lm_name: str | None,
+                         options: Mapping[str, Any]) -> None:
+    """Refuse to resume a results file with another LM or other method options: one file
+    must hold one experiment. Concurrency options may change between resumes."""
+    previous = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    if not previous:
+        return
+    before = {k: v for k, v in (previous.get("options") or {}).items()
+              if k not in _CONCURRENCY_OPTIONS}
+    now = {k: v for k, v in _jsonable(options).items() if k not in _CONCURRENCY_OPTIONS}
+    if previous.get("lm") != lm_name or before != now:
+        raise UserError(
+            f"{meta_path.name} says these results were made with lm {previous.get('lm')!r} "
+            f"and options {before}, not lm {lm_name!r} and options {now}; resume with the "
+            "same settings or write to another --out file")
+
+
+def run_experiment(
+    method: str,
+    items: Sequence[Item],
+    out_path: str | os.PathLike[str],
+    *,
+    retriever: Any = None,
+    lm: Any = None,
+    workers: int = 1,
+    limit: int | None = None,
+    progress: bool = True,
+    dataset: str | None = None,
+    adapter: Any = None,
+    retry_failed: bool = True,
+    meta: Mapping[str, Any] | None = None,
+    **method_options: Any,
+) -> RunSummary:
+    """Run a registered method over `items`, appending one JSON line per finished item.
+
+    `lm` (default: the context's LM) runs under `adapter` (default `dspy.JSONAdapter()`, which
+    the embedded model needs). Items whose id is already in `out_path` are skipped; failed ones
+    are retried unless `retry_failed=False`. An item with an empty draft (a model that
+    abstained) is recorded as an empty answer without calling the method.
+    """
+    from serc_dspy.programs import build_method
+
+    if workers < 1:
+        raise UserError(f"workers must be at least 1, got {workers}")
+    if limit is not None and limit < 0:
+        raise UserError(f"limit must not be negative, got {limit}")
+    items = list(items)[:limit] if limit is not None else list(items)
+    program = build_method(method, retriever=retriever, **method_options)
+    out = Path(out_path)
+    store = JsonlStore(out)
+    done = store.resume(retry_failed=retry_failed)
+    other = {r.get("method") for r in done.values()} - {method}
+    if other:
+        raise UserError(f"{out} holds results of method {sorted(map(str, other))[0]!r}, not "
+                        f"{method!r}; use another --out file")
+    todo = [item for item in items if item.id not in done]
+    meta_path = sibling(out, ".meta.json")
+    if done:
+        _check_same_settings(meta_path, _lm_name(lm), method_options)
+    info = {
+        "method": method, "dataset": dataset, "lm": _lm_name(lm),
+        "retriever": getattr(retriever, "name", None) if retriever is not None else None,
+        "options": _jsonable(method_options), "workers": workers, "limit": limit,
+        "items": len(items), **_jsonable(meta or {}),
+        "started": _now(),
+    }
+    _write_json(meta_path, info)
+
+    def work(item: Item) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": item.id, "method": method, "dataset": dataset,
+                                  "question": item.question, "topic": item.topic,
+                                  "answer": None, "initial_answer": None, "trace": None,
+                                  "error": None, "seconds": 0.0}
+        started = time.monotonic()
+        try:
+            if item.draft is not None and not item.draft.strip():
+                trace = Trace(method=method, question=item.question, draft_given=True)
+                trace.log("runner", "empty draft: recorded as an abstention", "info")
+                answer = initial = ""
+            else:
+                prediction = program(question=item.question, draft=item.draft)
+                trace, answer, initial = (prediction.trace, prediction.answer,
+                                          prediction.initial_answer)
+            record.update(answer=answer, initial_answer=initial,
+                          trace=trace.model_dump(mode="json"))
+        except Exception as exc:  # recorded and the run goes on; retried on resume
+            record["error"] = _error(exc)
+        record["seconds"] = round(time.monotonic() - started, 3)
+        return record
+
+    started = time.monotonic()
+    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else dspy.JSONAdapter()}
+    if lm is not None:
+        settings["lm"] = lm
+    bar = _progress_bar(len(items), len(items) - len(todo), method, progress)
+    try:
+        with dspy.context(**settings):
+            completed, failed = _process(todo, work, store, workers=workers, bar=bar)
+    finally:
+        bar.close()
+    summary = RunSummary(out=str(out), total=len(items), skipped=len(items) - len(todo),
+                         completed=completed, failed=failed,
+                         seconds=round(time.monotonic() - started, 3))
+    _write_json(meta_path, {**info, "finished": _now(),
+                            **summary.model_dump(exclude={"out"})})
+    return summary
+
+
+# -- scoring results files ----------------------------------------------------------------
+def _run_records(run_path: str | os.PathLike[str]) -> tuple[list[dict], list[dict]]:
+    """(successful, failed) records of a run file."""
+    records = read_jsonl(run_path)
+    if not records:
+        raise UserError(f"results file {run_path} has no records")
+    ok = [r for r in records if not r.get("error") and r.get("id") is not None]
+    return ok, [r for r in records if r.get("error")]
+
+
+def _score_loop(run_path, out, todo_records, work, *, workers, progress, desc, settings):
+    store = JsonlStore(out)
+    done = store.resume()
+    todo = [r for r in todo_records if str(r["id"]) not in done]
+    bar = _progress_bar(len(todo_records), len(todo_records) - len(todo), desc, progress)
+    try:
+        with dspy.context(**settings):
+            _process(todo, work, store, workers=workers, bar=bar)
+    finally:
+        bar.close()
+    return read_jsonl(out)
+
+
+def _settings(lm: Any, adapter: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else dspy.JSONAdapter()}
+    if lm is not None:
+        settings["lm"] = lm
+    return settings
+
+
+def _usage_sum(usages: Iterable[Usage]) -> Usage:
+    total = Usage()
+    for usage in usages:
+        total.merge(usage)
+    return total
+
+
+def factscore_summary(lines: Sequence[Mapping[str, Any]], *, length_penalty: bool = False,
+                      gamma: int = GAMMA) -> dict[str, Any]:
+    """Method and initial-answer FActScore, preservation and evaluator cost from score lines."""
+    method_scores, initial_scores, paired_m, paired_i, usages = [], [], [], [], []
+    for line in lines:
+        answer = AnswerScore.model_validate(line["answer"]) if line.get("answer") else None
+        initial = AnswerScore.model_validate(line["initial"]) if line.get("initial") else None
+        method_scores.append(answer)
+        initial_scores.append(initial)
+        for score in (answer, initial):
+            if score is not None:
+                usages.append(score.usage)
+        if answer and initial and not answer.error and not initial.error:
+            paired_m.append(answer.n_facts if answer.responded else 0)
+            paired_i.append(initial.n_facts if initial.responded else 0)
+    method = summarize_factscore(method_scores, length_penalty=length_penalty, gamma=gamma)
+    initial = summarize_factscore(initial_scores, length_penalty=length_penalty, gamma=gamma)
+    return {
+        "metric": "factscore",
+        "method": next((line.get("method") for line in lines if line.get("method")), None),
+        **method.model_dump(),
+        "initial": initial.model_dump(),
+        "preservation": fact_preservation(paired_m, paired_i),
+        "paired_items": len(paired_m),
+        "evaluator_usage": _usage_sum(usages).total.model_dump(),
+    }
+
+
+def score_factscore(
+    run_path: str | os.PathLike[str],
+    knowledge: KnowledgeSource,
+    *,
+    out_path: str | os.PathLike[str] | None = None,
+    length_penalty: bool = False,
+    gamma: int = GAMMA,
+    k: int = SCORING_TOP_K,
+    attempts: int = ATTEMPTS,
+    workers: int = 1,
+    progress: bool = True,
+    lm: Any = None,
+    adapter: Any = None,
+) -> dict[str, Any]:
+    """Score each result's answer and initial answer FActScore-style (see `metrics`).
+
+    Writes `RUN.factscore.jsonl` (per-fact labels per item) and `RUN.factscore.summary.json`,
+    and returns the summary. Failed run records are not scored (counted as `run_errors`).
+    """
+    ok, failed = _run_records(run_path)
+    out = Path(out_path) if out_path else sibling(run_path, ".factscore.jsonl")
+    scorer = FactScorer(knowledge, k=k, attempts=attempts)
+
+    def work(record: dict[str, Any]) -> dict[str, Any]:
+        topic = record.get("topic")
+        line: dict[str, Any] = {"id": record["id"], "method": record.get("method"),
+                                "topic": topic, "answer": None, "initial": None, "error": None}
+        if not topic:
+            line["error"] = "the result has no topic to look up in the knowledge source"
+            return line
+        answer = scorer.score(record.get("answer"), topic)
+        if (record.get("initial_answer") or "") == (record.get("answer") or ""):
+            initial = answer.model_copy(update={"usage": Usage()})
+        else:
+            initial = scorer.score(record.get("initial_answer"), topic)
+        line["answer"] = answer.model_dump(mode="json")
+        line["initial"] = initial.model_dump(mode="json")
+        line["error"] = answer.error or initial.error
+        return line
+
+    lines = _score_loop(run_path, out, ok, work, workers=workers, progress=progress,
+                        desc="factscore", settings=_settings(lm, adapter))
+    summary = {**factscore_summary(lines, length_penalty=length_penalty, gamma=gamma),
+               "evaluator": _lm_name(lm), "k": k, "run_errors": len(failed),
+               "cost": summarize_cost(ok).model_dump(), "run": str(run_path),
+               "scores": str(out)}
+    _write_json(sibling(run_path, ".factscore.summary.json"), summary)
+    return summary
+
+
+def truthfulqa_summary(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    scores: list[TruthfulnessScore | None] = []
+    usages = []
+    for line in lines:
+        if line.get("judgments") is None:
+            scores.append(None)
+            continue
+        score = TruthfulnessScore.model_validate(
+            {"judgments": line["judgments"], "usage": line.get("usage") or {}})
+        scores.append(score)
+        usages.append(score.usage)
+    summary = summarize_truthfulqa(scores)
+    return {"metric": "truthfulqa",
+            "method": next((line.get("method") for line in lines if line.get("method")), None),
+            **summary.model_dump(),
+            "evaluator_usage": _usage_sum(usages).total.model_dump()}
+
+
+def score_truthfulqa(
+    run_path: str | os.PathLike[str],
+    items: Sequence[Item],
+    *,
+    judges: Sequence[Any] | None = None,
+    out_path: str | os.PathLike[str] | None = None,
+    attempts: int = ATTEMPTS,
+    workers: int = 1,
+    progress: bool = True,
+    adapter: Any = None,
+) -> dict[str, Any]:
+    """Judge each result's answer with every judge LM (default: the context's LM).
+
+    Results are matched to dataset items by id, else by question text. An item none of whose
+    judges succeeded is written with an error (retried on resume), never with a score.
+    """
+    ok, failed = _run_records(run_path)
+    out = Path(out_path) if out_path else sibling(run_path, ".truthfulqa.jsonl")
+    by_id = {item.id: item for item in items}
+    by_question = {" ".join(item.question.split()): item for item in items}
+    judge = TruthfulnessJudge(judges, attempts=attempts)
+
+    def work(record: dict[str, Any]) -> dict[str, Any]:
+        question = " ".join(str(record.get("question") or "").split())
+        item = by_id.get(str(record["id"]))
+        if item is None or " ".join(item.question.split()) != question:
+            item = by_question.get(question)
+        line: dict[str, Any] = {"id": record["id"], "method": record.get("method"),
+                                "question": record.get("question"), "judgments": None,
+                                "score": None, "is_misconception": None, "usage": None,
+                                "error": None}
+        if item is None:
+            line["error"] = "question not found in the TruthfulQA dataset"
+            return line
+        result = judge(item.question, record.get("answer") or "", item.correct_answers,
+                       item.incorrect_answers)
+        line.update(judgments=[j.model_dump(mode="json") for j in result.judgments],
+                    score=result.score, is_misconception=result.is_misconception,
+                    usage=result.usage.model_dump(mode="json"))
+        if result.score is None:
+            line["error"] = "every judge failed: " + "; ".join(
+                f"{j.judge}: {j.error}" for j in result.judgments)
+        return line
+
+    lines = _score_loop(run_path, out, ok, work, workers=workers, progress=progress,
+                        desc="truthfulqa", settings=_settings(None, adapter))
+    names = [str(getattr(j, "model", None) or _lm_name(None)) for j in judge.judges]
+    summary = {**truthfulqa_summary(lines), "judges": names, "run_errors": len(failed),
+               "cost": summarize_cost(ok).model_dump(), "run": str(run_path),
+               "scores": str(out)}
+    _write_json(sibling(run_path, ".truthfulqa.summary.json"), summary)
+    return summary
