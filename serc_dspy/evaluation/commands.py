@@ -88,6 +88,10 @@ def _register_run(subparsers) -> None:
     source.add_argument("--corpus", help="retrieve from a local corpus (folder, .txt/.md, .jsonl)")
     source.add_argument("--knowledge", help="retrieve from a knowledge source (FActScore-style "
                                             "SQLite .db or a {title: text} .json)")
+    source.add_argument("--search", choices=["tavily"],
+                        help="web search (the paper's Tavily settings; key from TAVILY_API_KEY)")
+    run.add_argument("--cache", metavar="FILE",
+                     help="cache retrieval results in this SQLite file (reruns are offline)")
     run.add_argument("--lm", default=DEFAULT_LM, help="LM spec (default: local)")
     run.add_argument("--max-tokens", type=_positive, default=512, help="max new tokens per call")
     run.add_argument("--workers", type=_positive, default=1, help="items run concurrently")
@@ -101,16 +105,25 @@ def _register_run(subparsers) -> None:
 
 
 def _retriever(args, needs: bool):
-    from serc_dspy.retrieval import LocalCorpus
+    from serc_dspy.retrieval import CachedRetriever, LocalCorpus
 
     if args.corpus:
-        return LocalCorpus(args.corpus)
-    if args.knowledge:
-        return _open_knowledge(args.knowledge)
-    if needs:
-        raise UserError(f"method {args.method} needs a retriever: pass --knowledge DB_OR_JSON "
-                        "or --corpus PATH")
-    return None
+        retriever = LocalCorpus(args.corpus)
+    elif args.knowledge:
+        retriever = _open_knowledge(args.knowledge)
+    elif args.search == "tavily":
+        try:
+            from serc_dspy.retrieval.tavily import TavilyRetriever
+        except ImportError as exc:
+            raise UserError("Tavily search needs the tavily extra: "
+                            "pip install 'serc-dspy[tavily]'") from exc
+        retriever = TavilyRetriever()
+    elif needs:
+        raise UserError(f"method {args.method} needs a retriever: pass --knowledge DB_OR_JSON, "
+                        "--corpus PATH or --search tavily")
+    else:
+        return None
+    return CachedRetriever(retriever, args.cache) if args.cache else retriever
 
 
 def run_command(args) -> int:

@@ -197,10 +197,34 @@ def test_knowledge_command_builds_a_database(lms, files, capsys):
     (["eval", "{entities}", "--metric", "factscore"], "needs --knowledge"),
     (["eval", "{entities}", "--metric", "truthfulqa"], "needs --dataset-path"),
     (["report", "{dir}/missing.jsonl"], "results file not found"),
+    (["run", "--dataset", "bio", "--dataset-path", "{entities}", "--search", "tavily",
+      "--out", "{dir}/o.jsonl"], "TAVILY_API_KEY"),
 ])
-def test_bad_input_is_one_line_and_exit_2(lms, files, capsys, argv, message):
+def test_bad_input_is_one_line_and_exit_2(lms, files, capsys, argv, message, monkeypatch):
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     argv = [a.format(dir=files["dir"], entities=files["entities"], wiki=files["wiki"])
             for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("serc: error:") and message in err and "\n" not in err
+
+
+def test_run_with_a_retrieval_cache_reuses_searches(lms, files, capsys, monkeypatch):
+    from serc_dspy.retrieval.knowledge import KnowledgeSource
+
+    calls = []
+    real = KnowledgeSource.__call__
+
+    def counting(self, query, k=8):
+        calls.append(query)
+        return real(self, query, k)
+
+    monkeypatch.setattr(KnowledgeSource, "__call__", counting)
+    cache = files["dir"] / "cache.sqlite"
+    run_bio(files, "serc", "--cache", cache, "--limit", "1")
+    first = len(calls)
+    assert first > 0 and cache.exists()
+    (files["dir"] / "results" / "serc.jsonl").unlink()
+    run_bio(files, "serc", "--cache", cache, "--limit", "1")
+    assert len(calls) == first
+    capsys.readouterr()
