@@ -77,6 +77,9 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--context-chars", type=int, default=20_000,
                          help="cap on retrieved context per query")
     command.add_argument("--workers", type=int, default=2, help="concurrent check nodes")
+    command.add_argument("--compiled", metavar="PATH_OR_NAME",
+                         help="SERC methods: apply a compiled state saved by `serc compile` "
+                              "(a .json path, or a packaged name such as verify_smollm2)")
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
@@ -166,6 +169,8 @@ def run(args) -> int:
     if not question or not question.strip():
         raise CliError("the question is empty")
     method = get_method(args.method)
+    if args.compiled and method.program.__name__ != "SERC":
+        raise CliError(f"--compiled applies to the SERC methods only, not {args.method!r}")
     needs_retriever = method.needs_retriever and not (
         args.no_retrieval and method.program.__name__ == "SERC")
     retriever = _build_retriever(args, needs_retriever)
@@ -176,6 +181,7 @@ def run(args) -> int:
         **({"firewall": False} if args.no_firewall else {}),
         **({"use_retrieval": False} if args.no_retrieval else {}),
         **({"density": args.density} if args.density else {}),
+        **({"compiled": args.compiled} if args.compiled else {}),
         max_facts_per_check=args.max_facts_per_check,
         top_k=args.top_k,
         context_chars=args.context_chars,

@@ -11,6 +11,8 @@ failed correction keeps the fact (`uncorrected`); a failed rewrite keeps the ori
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Literal
 
 import dspy
@@ -59,6 +61,21 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _CompiledLoad:
+    """`SERC.load(path, **options)` builds a SERC with a compiled state (`compiled=path`).
+
+    On an instance, `program.load(...)` stays DSPy's in-place `Module.load`, which DSPy's own
+    optimizers call on copies of a program.
+    """
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            def load(path: str | Path, **options: Any) -> SERC:
+                return owner(compiled=path, **options)
+            return load
+        return functools.partial(dspy.Module.load, instance)
+
+
 class SERC(TracedProgram):
     """Semantic Error-Reduction and Correction as a DSPy module.
 
@@ -77,6 +94,10 @@ class SERC(TracedProgram):
         adapter: DSPy adapter for every call (the embedded model needs `dspy.JSONAdapter()`).
         progress: `progress(phase, done, total)` callback.
         polish_temperature: the paper polishes at 0.1.
+        compiled: a compiled state to apply at the end of construction: a `.json` path saved
+            by `serc compile`, or a NAME of a state shipped in `serc_dspy/compiled/NAME.json`.
+            Each saved stage's signature hash is checked first (CompiledStateError on a
+            mismatch, naming the stage); pickles are refused.
     """
 
     method_name = "serc"
@@ -91,6 +112,7 @@ class SERC(TracedProgram):
         max_facts_per_check: int = 5,
         match_cutoff: float = 0.75,
         polish_temperature: float = 0.1,
+        compiled: str | Path | None = None,
         **options: Any,
     ):
         super().__init__(retriever, **options)
@@ -121,6 +143,12 @@ class SERC(TracedProgram):
         self.corrector = dspy.Predict(CorrectFacts)
         self.rewriter = dspy.Predict(RewriteSentence)
         self.polisher = dspy.Predict(PolishAnswer)
+        if compiled is not None:
+            from serc_dspy.compiling.state import load_compiled
+
+            load_compiled(self, compiled)
+
+    load = _CompiledLoad()
 
     # ======================================================================================
     def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:

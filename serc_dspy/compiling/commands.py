@@ -1,0 +1,167 @@
+"""`serc compile`: optimise SERC stages on labelled data, report dev scores, save the state.
+
+    serc compile --stage verify|facts|correct|all --optimizer labeled|bootstrap|mipro
+                 --train N --dev N --data DIR --out PATH.json [--lm SPEC]
+
+Scores go to stdout; progress and data counts to stderr (unless --quiet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from serc_dspy.errors import UserError
+
+
+def register(subparsers) -> None:
+    from serc_dspy.compiling.compile import DEFAULT_DEMOS, OPTIMIZERS, STAGES
+
+    stages = ", ".join(f"{s.name} ({s.predictor}: {s.description})" for s in STAGES.values())
+    command = subparsers.add_parser(
+        "compile",
+        help="optimise SERC stages with DSPy on labelled data and save the state",
+        description="Compile SERC stages with a DSPy optimizer, evaluate each on its dev split "
+                    f"before and after, and save the program state as JSON. Stages: {stages}.",
+    )
+    command.add_argument("--stage", required=True, choices=[*STAGES, "all"],
+                         help="which stage to compile; 'all' compiles each into one state")
+    command.add_argument("--optimizer", choices=OPTIMIZERS, default="labeled",
+                         help="labeled = LabeledFewShot, bootstrap = BootstrapFewShot, "
+                              "mipro = MIPROv2 (auto=light; needs optuna)")
+    command.add_argument("--train", type=int, default=16, metavar="N",
+                         help="training examples per stage (default 16)")
+    command.add_argument("--dev", type=int, default=40, metavar="N",
+                         help="dev examples per stage (default 40)")
+    command.add_argument("--data", required=True, metavar="DIR",
+                         help="folder holding the data (Factcheck-GPT subtask files and/or "
+                              "FActScore labelled .jsonl, also one level down in "
+                              "factcheck_gpt/ or factscore/labeled_dev/); a single stance "
+                              "file for --stage verify")
+    command.add_argument("--out", required=True, metavar="PATH",
+                         help="where to save the compiled state (.json)")
+    command.add_argument("--lm", default="local",
+                         help="LM to use: 'local' (embedded SmolLM2) or 'local=PATH.gguf'")
+    command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
+    command.add_argument("--demos", type=int, default=DEFAULT_DEMOS, metavar="K",
+                         help=f"few-shot demos per predictor (default {DEFAULT_DEMOS})")
+    command.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=True,
+                         help="verify stage: sample train and dev round-robin over the three "
+                              "verdicts (default; the data is mostly NOT_FOUND)")
+    command.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
+    command.add_argument("--threads", type=int, default=1,
+                         help="parallel evaluation threads (the embedded model serialises "
+                              "calls anyway)")
+    command.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    command.set_defaults(handler=run_compile)
+
+
+def _check_args(args) -> Path:
+    for name in ("train", "dev", "demos", "threads", "max_tokens"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got "
+                            f"{getattr(args, name)}")
+    out = Path(args.out).expanduser()
+    if out.suffix.lower() in (".pkl", ".pickle"):
+        raise UserError(f"--out {out}: pickle files are refused; save the state as .json")
+    if out.suffix.lower() != ".json":
+        raise UserError(f"--out {out}: the compiled state is a JSON file; use a .json path")
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give a .json file path")
+    return out
+
+
+def _fmt(score) -> str:
+    text = f"{score.score:.1f}%"
+    if score.macro_f1 is not None:
+        text += f", macro-F1 {score.macro_f1:.3f}"
+    return text + f" ({score.failures} of {score.n} failed, {score.seconds:.0f}s)"
+
+
+def run_compile(args) -> int:
+    from serc_dspy.backends import lm_from_spec
+    from serc_dspy.compiling.compile import STAGES, load_stage_data, save_results
+
+    out = _check_args(args)
+    stages = list(STAGES) if args.stage == "all" else [args.stage]
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(f"[compile {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
+                  flush=True)
+
+    started = time.monotonic()
+    splits = {}
+    for stage in stages:  # read all data first: a bad path fails before minutes of LM work
+        splits[stage] = load_stage_data(stage, args.data, train=args.train, dev=args.dev,
+                                        seed=args.seed, balanced=args.balanced)
+        counts = splits[stage].counts
+        log(f"{stage}: {counts['examples']} examples from {counts['source']}; "
+            f"skipped {counts['skipped']}; taken {counts['train']} train / {counts['dev']} dev"
+            + (f" (train {counts['train_labels']}, dev {counts['dev_labels']})"
+               if "train_labels" in counts else ""))
+        if counts["train"] < args.train or counts["dev"] < args.dev:
+            log(f"{stage}: fewer examples than asked for ({args.train} train / {args.dev} dev)")
+
+    lm = lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    evaluate_logger = logging.getLogger("dspy.evaluate.evaluate")
+    level = evaluate_logger.level
+    if args.quiet:  # dspy.Evaluate logs each average at INFO; the scores are printed anyway
+        evaluate_logger.setLevel(logging.WARNING)
+    try:
+        results = _compile_all(args, stages, splits, lm, log)
+    finally:
+        evaluate_logger.setLevel(level)
+    total = time.monotonic() - started
+    meta = {
+        "command": "serc " + " ".join(shlex.quote(a) for a in _argv(args)),
+        "lm": args.lm,
+        "optimizer": args.optimizer,
+        "train": args.train,
+        "dev": args.dev,
+        "demos": args.demos,
+        "balanced": args.balanced,
+        "seed": args.seed,
+        "seconds": round(total, 1),
+    }
+    path = save_results(results, out, meta)
+    print(f"saved {path} ({total:.0f}s in all)")
+    return 0
+
+
+def _compile_all(args, stages, splits, lm, log) -> list:
+    from serc_dspy.compiling.compile import compile_stage, get_stage
+
+    results = []
+    for stage in stages:
+        spec = get_stage(stage)
+        result = compile_stage(stage, splits[stage], lm=lm, optimizer=args.optimizer,
+                               demos=args.demos, num_threads=args.threads, seed=args.seed,
+                               display_progress=not args.quiet and sys.stderr.isatty(),
+                               log=log)
+        results.append(result)
+        print(f"stage {stage} ({spec.predictor}), optimizer {args.optimizer}: "
+              f"{len(splits[stage].train)} train / {len(splits[stage].dev)} dev examples, "
+              f"{len(result.program.predictor.demos)} demos")
+        print(f"  dev before: {_fmt(result.before)}")
+        print(f"  dev after:  {_fmt(result.after)}")
+        print(f"  compile time: {result.compile_seconds:.0f}s", flush=True)
+    return results
+
+
+def _argv(args) -> list[str]:
+    """The command line that reproduces this run (data and output paths as given)."""
+    argv = ["compile", "--stage", args.stage, "--optimizer", args.optimizer,
+            "--train", str(args.train), "--dev", str(args.dev), "--demos", str(args.demos),
+            "--data", str(args.data), "--out", str(args.out), "--lm", args.lm]
+    if args.max_tokens != 512:
+        argv += ["--max-tokens", str(args.max_tokens)]
+    if not args.balanced:
+        argv.append("--no-balanced")
+    if args.seed:
+        argv += ["--seed", str(args.seed)]
+    return argv

@@ -1,0 +1,229 @@
+"""Compiled state files: JSON only, signature-hash guarded, round-trip exact, applied by SERC."""
+
+import json
+
+import dspy
+import pytest
+from compiling_helpers import demo_lm
+
+from serc_dspy import SERC
+from serc_dspy.compiling import (
+    FORMAT_VERSION,
+    CompiledStateError,
+    load_compiled,
+    read_compiled,
+    save_compiled,
+    signature_hash,
+)
+from serc_dspy.compiling import state as state_module
+from serc_dspy.compiling.compile import StageProgram, stage_program
+from serc_dspy.errors import UserError
+from serc_dspy.signatures import JudgeFact
+
+DEMOS = [
+    dspy.Example(evidence="The alpha comet is real.", claim="The alpha comet exists.",
+                 verdict="SUPPORTED").with_inputs("evidence", "claim"),
+    dspy.Example(evidence="The beta comet was never seen.", claim="The beta comet was seen.",
+                 verdict="CONTRADICTED").with_inputs("evidence", "claim"),
+    dspy.Example(evidence="Cats purr.", claim="The gamma comet is green.",
+                 verdict="NOT_FOUND").with_inputs("evidence", "claim"),
+]
+PROBES = [("Some evidence.", "Was the beta comet seen?"), ("Other.", "Is gamma green?"),
+          ("More.", "Does the alpha comet exist?")]
+
+
+def compiled_verifier() -> StageProgram:
+    program = stage_program("verify")
+    program.predictor.demos = [d.copy() for d in DEMOS]
+    return program
+
+
+def predict(program, predictor_name="single_verifier"):
+    lm, _ = demo_lm()
+    predictor = getattr(program, predictor_name)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        return [predictor(evidence=e, claim=c).verdict for e, c in PROBES]
+
+
+def test_save_writes_versioned_json_with_stage_hashes(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json", {"how": "test"},
+                         reference=stage_program("verify"))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["format_version"] == FORMAT_VERSION
+    assert document["serc_dspy_version"] == __import__("serc_dspy").__version__
+    stage = document["stages"]["single_verifier"]
+    assert stage["hash"] == signature_hash(JudgeFact)
+    assert stage["signature"] == "JudgeFact"
+    assert stage["prompt_text"] == "unchanged"
+    assert stage["demos"] == 3
+    assert document["state"]["single_verifier"]["demos"][1]["verdict"] == "CONTRADICTED"
+    assert document["state"]["single_verifier"]["lm"] is None
+    assert document["meta"] == {"how": "test"}
+
+
+def test_signature_hash_ignores_wording_but_not_structure():
+    reworded = JudgeFact.with_instructions("Entirely different words.")
+    assert signature_hash(reworded) == signature_hash(JudgeFact)
+    renamed = dspy.Signature({"passage": JudgeFact.fields["evidence"],
+                              "claim": JudgeFact.fields["claim"],
+                              "verdict": JudgeFact.fields["verdict"]}, "x")
+    assert signature_hash(renamed) != signature_hash(JudgeFact)
+    retyped = JudgeFact.with_updated_fields("verdict", type_=str)
+    assert signature_hash(retyped) != signature_hash(JudgeFact)
+
+
+def test_round_trip_gives_identical_predictions(tmp_path):
+    program = compiled_verifier()
+    expected = predict(program)
+    assert expected == ["CONTRADICTED", "NOT_FOUND", "SUPPORTED"]  # the demos steer it
+    assert predict(stage_program("verify")) == ["SUPPORTED"] * 3  # without demos it does not
+    path = save_compiled(program, tmp_path / "v.json", reference=stage_program("verify"))
+    fresh = stage_program("verify")
+    load_compiled(fresh, path)
+    assert predict(fresh) == expected
+    assert fresh.predictor.dump_state() == program.predictor.dump_state()
+    serc = SERC(compiled=path)
+    assert predict(serc) == expected
+
+
+def test_serc_compiled_applies_demos_and_serc_load_builds_one(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json")
+    serc = SERC(compiled=path, use_retrieval=False)
+    assert [d["claim"] for d in serc.single_verifier.demos] == [d.claim for d in DEMOS]
+    assert serc.verifier.demos == [] and serc.corrector.demos == []  # other stages untouched
+    built = SERC.load(path, max_facts_per_check=1)
+    assert isinstance(built, SERC) and built.max_facts_per_check == 1
+    assert len(built.single_verifier.demos) == 3
+    assert SERC().single_verifier.demos == []
+
+
+def test_instance_load_keeps_dspy_in_place_semantics(tmp_path):
+    source = SERC()
+    source.single_verifier.demos = [d.copy() for d in DEMOS]
+    source.save(str(tmp_path / "plain.json"))
+    target = SERC()
+    assert target.load(str(tmp_path / "plain.json")) is None  # DSPy's Module.load, in place
+    assert len(target.single_verifier.demos) == 3
+
+
+def test_serc_runs_with_compiled_demos_in_the_prompt(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json")
+    lm, engine = demo_lm({
+        "AnswerQuestion": lambda i: {"answer": "unused"},
+        "AtomicFacts": lambda i: {"facts": ["The beta comet was seen by many."]},
+        "VerificationQuery": lambda i: {"query": "beta comet"},
+        "ParametricEvidence": lambda i: {"evidence": "The beta comet was never seen."},
+        "JudgeFact": lambda i: {"verdict": "NOT_FOUND" if not i["_demos"] else "SUPPORTED"},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+    })
+    serc = SERC(compiled=path, use_retrieval=False, firewall=False)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = serc(question="Tell me about the beta comet.",
+                      draft="The beta comet was seen by many people in 1990.")
+    judge_calls = [c for c in engine.calls if c["signature"] == "JudgeFact"]
+    assert len(judge_calls) == 1
+    index = engine.calls.index(judge_calls[0])
+    assert engine.demos_seen[index] == 3
+    assert result.trace.facts[0].verdict == "SUPPORTED"
+
+
+def test_tampered_hash_raises_naming_the_stage(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["stages"]["single_verifier"]["hash"] = "0" * 16
+    path.write_text(json.dumps(document), encoding="utf-8")
+    program = stage_program("verify")
+    with pytest.raises(CompiledStateError, match="stage 'single_verifier'") as caught:
+        load_compiled(program, path)
+    assert isinstance(caught.value, UserError)
+    assert "different signature" in str(caught.value)
+    assert program.predictor.demos == []  # nothing applied
+    with pytest.raises(CompiledStateError, match="single_verifier"):
+        SERC(compiled=path)
+
+
+def test_changed_signature_is_refused_instead_of_misaligned(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json")
+    changed = JudgeFact.prepend("source", dspy.InputField(), type_=str)
+    program = StageProgram("single_verifier", dspy.Predict(changed))
+    with pytest.raises(CompiledStateError, match=r"stage 'single_verifier'.*source: str"):
+        load_compiled(program, path)
+
+
+def test_unknown_stage_and_unchanged_prompt_text(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json",
+                         reference=stage_program("verify"))
+    other = StageProgram("corrector", stage_program("correct").predictor)
+    with pytest.raises(CompiledStateError, match="stage 'single_verifier' does not exist"):
+        load_compiled(other, path)
+    # "unchanged" prompt text: loading keeps the program's current instructions
+    program = stage_program("verify")
+    program.single_verifier.signature = JudgeFact.with_instructions("Newer wording.")
+    load_compiled(program, path)
+    assert program.single_verifier.signature.instructions == "Newer wording."
+    assert len(program.single_verifier.demos) == 3
+
+
+def test_optimized_instructions_are_restored(tmp_path):
+    program = compiled_verifier()
+    program.single_verifier.signature = JudgeFact.with_instructions("Optimised wording.")
+    path = save_compiled(program, tmp_path / "v.json", reference=stage_program("verify"))
+    assert read_compiled(path)["stages"]["single_verifier"]["prompt_text"] == "optimized"
+    fresh = stage_program("verify")
+    load_compiled(fresh, path)
+    assert fresh.single_verifier.signature.instructions == "Optimised wording."
+
+
+def test_pickles_are_refused(tmp_path):
+    (tmp_path / "state.pkl").write_bytes(b"\x80\x04K\x01.")
+    for call in (lambda: load_compiled(stage_program("verify"), tmp_path / "state.pkl"),
+                 lambda: SERC(compiled=str(tmp_path / "state.pkl")),
+                 lambda: SERC.load(tmp_path / "state.pkl"),
+                 lambda: save_compiled(compiled_verifier(), tmp_path / "out.pkl")):
+        with pytest.raises(CompiledStateError, match="pickle"):
+            call()
+    assert not (tmp_path / "out.pkl").exists()
+    # a pickle renamed to .json is not JSON and is refused too
+    (tmp_path / "renamed.json").write_bytes(b"\x80\x04K\x01.")
+    with pytest.raises(CompiledStateError, match="not a JSON compiled state"):
+        SERC(compiled=tmp_path / "renamed.json")
+
+
+def test_format_version_and_foreign_files(tmp_path):
+    path = save_compiled(compiled_verifier(), tmp_path / "v.json")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["format_version"] = FORMAT_VERSION + 1
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(CompiledStateError, match="newer serc-dspy"):
+        SERC(compiled=path)
+    plain = tmp_path / "plain.json"
+    compiled_verifier().save(str(plain))  # a plain DSPy save: no hashes to check
+    with pytest.raises(CompiledStateError, match="not a serc-dspy compiled state"):
+        SERC(compiled=plain)
+    with pytest.raises(CompiledStateError, match="not found"):
+        SERC(compiled=tmp_path / "missing.json")
+    with pytest.raises(CompiledStateError, match=".json"):
+        save_compiled(compiled_verifier(), tmp_path / "v.txt")
+
+
+def test_packaged_names_resolve(tmp_path, monkeypatch):
+    folder = tmp_path / "compiled"
+    folder.mkdir()
+    save_compiled(compiled_verifier(), folder / "tiny.json")
+    monkeypatch.setattr(state_module, "packaged_dir", lambda: folder)
+    assert state_module.compiled_names() == ["tiny"]
+    assert len(SERC(compiled="tiny").single_verifier.demos) == 3
+    with pytest.raises(CompiledStateError, match="packaged names: tiny"):
+        SERC(compiled="nothing_like_it")
+
+
+def test_shipped_states_load_into_serc():
+    names = state_module.compiled_names()
+    if not names:
+        pytest.skip("no compiled states are shipped")
+    for name in names:
+        document = read_compiled(name)
+        serc = SERC(compiled=name)
+        for stage, info in document["stages"].items():
+            assert len(getattr(serc, stage).demos) == info["demos"]
+        assert document["meta"]["command"].startswith("serc compile")
