@@ -56,6 +56,20 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+def unique_texts(items) -> list[str]:
+    """Whitespace-normalised, non-empty items, each kept once (case-insensitively), in order.
+
+    Small models repeat list items; a repeated fact or question would cost a second check.
+    """
+    seen, out = set(), []
+    for item in items or []:
+        text = " ".join(str(item).split())
+        if text and text.lower() not in seen:
+            seen.add(text.lower())
+            out.append(text)
+    return out
+
+
 def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", (text or "").lower()).split())
 

@@ -6,10 +6,10 @@ from serc_dspy.backends.embedded import (
     embedded_lm,
     find_smollm2_gguf,
 )
+from serc_dspy.backends.hf import transformers_lm
 from serc_dspy.backends.launcher import managed_server, sglang_server
 from serc_dspy.backends.servers import openai_compatible_lm, server_lm, sglang_lm
 from serc_dspy.backends.spec import LM_FORMS, lm_from_spec
-from serc_dspy.backends.transformers_lm import transformers_lm
 
 __all__ = [
     "LM_FORMS",

@@ -37,7 +37,7 @@ def lm_from_spec(spec: str, *, max_tokens: int = 512, temperature: float = 0.0,
     if kind == "local":
         return embedded_lm(value or None, **settings)
     if sep and kind == "hf" and value:
-        from serc_dspy.backends.transformers_lm import transformers_lm
+        from serc_dspy.backends.hf import transformers_lm
 
         model, _, gguf_file = value.partition("#")
         return transformers_lm(model, **({"gguf_file": gguf_file} if gguf_file else {}),

@@ -43,6 +43,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
+from serc_dspy.errors import describe
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
 from serc_dspy.signatures import AtomicFacts, ClaimSupported, JudgeTruthfulness
 from serc_dspy.signatures.evaluation import SupportLabel
@@ -55,9 +56,6 @@ ATTEMPTS = 2
 RETRY_TEMPERATURE = 0.7
 """Retries run warmer so a deterministic (temperature 0) judge can give a different answer."""
 
-
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -281,7 +279,7 @@ class FactScorer:
                     return label, None
                 error = f"ValueError: unexpected label {label!r}"
             except Exception as exc:  # a parse failure or LM outage: retry, then record
-                error = _error(exc)
+                error = describe(exc)
         return None, error
 
     def score(self, answer: str | None, topic: str) -> AnswerScore:
@@ -301,7 +299,7 @@ class FactScorer:
         try:
             facts = self.facts(text, topic, meter)
         except Exception as exc:
-            result.error = f"fact decomposition failed: {_error(exc)}"
+            result.error = f"fact decomposition failed: {describe(exc)}"
             return result
         if not facts:
             result.responded, result.abstain_reason = False, "no facts"
@@ -382,7 +380,7 @@ class TruthfulnessJudge:
                 if not isinstance(flagged, bool):
                     raise ValueError(f"is_misconception must be a boolean, got {flagged!r}")
             except Exception as exc:  # unparseable or invalid: retry, then record the error
-                judgment.error = _error(exc)
+                judgment.error = describe(exc)
                 continue
             judgment.score = apply_critical_rule(score, flagged)
             judgment.is_misconception = flagged

@@ -30,7 +30,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import UserError, describe
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.metrics import (
     ATTEMPTS,
@@ -56,9 +56,6 @@ def sibling(path: str | os.PathLike[str], suffix: str) -> Path:
     stem = path.name[: -len(RESULTS_SUFFIX)] if path.name.endswith(RESULTS_SUFFIX) else path.name
     return path.with_name(stem + suffix)
 
-
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _now() -> str:
@@ -306,7 +303,7 @@ def run_experiment(
             record.update(answer=answer, initial_answer=initial,
                           trace=trace.model_dump(mode="json"))
         except Exception as exc:  # recorded and the run goes on; retried on resume
-            record["error"] = _error(exc)
+            record["error"] = describe(exc)
         record["seconds"] = round(time.monotonic() - started, 3)
         return record
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dspy
 
+from serc_dspy.errors import describe
 from serc_dspy.programs.base import Run, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
@@ -23,22 +24,8 @@ from serc_dspy.signatures import (
     SubQuestions,
     VerifiedAnswer,
 )
-from serc_dspy.text import split_sentences
+from serc_dspy.text import split_sentences, unique_texts
 from serc_dspy.trace import Step
-
-
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _questions(items: list[str]) -> list[str]:
-    seen, out = set(), []
-    for item in items or []:
-        text = " ".join(str(item).split())
-        if text and text.lower() not in seen:
-            seen.add(text.lower())
-            out.append(text)
-    return out
 
 
 class InitialAnswer(TracedProgram):
@@ -77,7 +64,7 @@ class CoVe(TracedProgram):
         received = self.initial_answer(run, question, draft)
         planned = self.call(run, "plan_verifications", "verify", self.planner,
                             question=question, draft=received).verification_questions
-        questions = _questions(planned)
+        questions = unique_texts(planned)
         self.add_step(run, Step(name="plan", inputs={"draft": received},
                                 outputs={"questions": questions}))
         done = [0]
@@ -87,7 +74,7 @@ class CoVe(TracedProgram):
             try:
                 answer = self.answer(run, q, step)
             except Exception as exc:
-                step.error = _error(exc)
+                step.error = describe(exc)
                 run.log("verify", f"verification question {q!r} skipped: {step.error}", "error")
                 answer = None
             else:
@@ -158,7 +145,7 @@ class RARR(TracedProgram):
         return self.finish(run, " ".join(revised))
 
     def revise_sentence(self, run: Run, question: str, sentence: str) -> str:
-        queries = _questions(self.call(run, "research_questions", "verify", self.researcher,
+        queries = unique_texts(self.call(run, "research_questions", "verify", self.researcher,
                                        context=question, text=sentence).queries)
         text = sentence
         for query in queries[: self.max_questions]:
@@ -181,7 +168,7 @@ class RARR(TracedProgram):
                 if edited:
                     text = edited
             except Exception as exc:
-                step.error = _error(exc)
+                step.error = describe(exc)
                 run.log("revise", f"research query {query!r} skipped: {step.error}", "error")
         return text
 
@@ -203,7 +190,7 @@ class ReEx(TracedProgram):
     def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
         received = self.initial_answer(run, question, draft)
-        subs = _questions(self.call(run, "sub_questions", "verify", self.decomposer,
+        subs = unique_texts(self.call(run, "sub_questions", "verify", self.decomposer,
                                     question=question, draft=received).sub_questions)
 
         def answer(sub: str) -> str | None:
@@ -214,7 +201,7 @@ class ReEx(TracedProgram):
                                   question=sub, context=format_passages(step.passages)
                                   ).answer.strip()
             except Exception as exc:
-                step.error = _error(exc)
+                step.error = describe(exc)
                 run.log("verify", f"sub-question {sub!r} skipped: {step.error}", "error")
                 return None
             step.outputs["answer"] = reply

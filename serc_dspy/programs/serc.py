@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import dspy
 
+from serc_dspy.errors import describe
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -49,6 +50,7 @@ from serc_dspy.text import (
     is_refusal,
     needs_cold_start,
     split_sentences,
+    unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence, Trace
 
@@ -56,9 +58,6 @@ Density = Literal["sentence", "atomic"]
 UNCHANGED = ("kept", "unverified", "uncorrected")
 NO_PASSAGES_EVIDENCE = "The search returned no passages for this query."
 
-
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 class _CompiledLoad:
@@ -200,7 +199,7 @@ class SERC(TracedProgram):
             return self.call(run, "grounded_answer", "generate", self.grounded_answerer,
                              question=question, context=format_passages(passages)).answer.strip()
         except Exception as exc:  # an LM failure keeps the answer we had
-            run.log("align", f"grounded answer failed, kept the draft: {_error(exc)}", "error")
+            run.log("align", f"grounded answer failed, kept the draft: {describe(exc)}", "error")
             return fallback
 
     def entity_firewall(self, run: Run, question: str, context: _LazyContext) -> None:
@@ -208,7 +207,7 @@ class SERC(TracedProgram):
         run.report("firewall", 0, 1)
         passages = context.get()
 
-        def describe(kind: str) -> str:
+        def descriptor(kind: str) -> str:
             if kind == "query":
                 result = self.call(run, "query_entity", "firewall", self.query_entity,
                                    question=question)
@@ -222,9 +221,9 @@ class SERC(TracedProgram):
 
         kinds = ["query", "answer"] + (["evidence"] if passages else [])
         try:
-            found = dict(zip(kinds, self.parallel(describe, kinds), strict=True))
+            found = dict(zip(kinds, self.parallel(descriptor, kinds), strict=True))
         except Exception as exc:
-            firewall.error = f"descriptor extraction failed: {_error(exc)}"
+            firewall.error = f"descriptor extraction failed: {describe(exc)}"
             run.log("firewall", firewall.error, "error")
             return
         firewall.query_entity = found["query"]
@@ -242,7 +241,7 @@ class SERC(TracedProgram):
                                answer_entity=firewall.answer_entity,
                                evidence_entity=firewall.evidence_entity)
         except Exception as exc:
-            firewall.error = f"entity judge failed: {_error(exc)}"
+            firewall.error = f"entity judge failed: {describe(exc)}"
             run.log("firewall", firewall.error, "error")
             return
         firewall.analysis = judged.analysis
@@ -268,12 +267,12 @@ class SERC(TracedProgram):
                                   subject=trace.subject, sentence=sentence.text).facts
             except Exception as exc:
                 run.log("decompose", f"sentence {sentence.index} kept unverified: "
-                        f"{_error(exc)}", "error")
+                        f"{describe(exc)}", "error")
                 facts = []
             with run.lock:
                 done[0] += 1
             run.report("decompose", done[0], len(texts))
-            return _clean_facts(facts)
+            return unique_texts(facts)
 
         per_sentence = self.parallel(extract, trace.sentences)
         for sentence, facts in zip(trace.sentences, per_sentence, strict=True):
@@ -304,7 +303,7 @@ class SERC(TracedProgram):
             try:
                 self.run_check(run, check, facts)
             except Exception as exc:
-                check.error = _error(exc)
+                check.error = describe(exc)
                 for fact in facts:
                     fact.verdict, fact.status = None, "unverified"
                 run.log("detect", f"check {check.id} failed, its facts stay unverified: "
@@ -383,7 +382,7 @@ class SERC(TracedProgram):
         except Exception as exc:
             fixes = []
             run.log("correct", f"correction of sentence {sentence} failed, facts kept: "
-                    f"{_error(exc)}", "error")
+                    f"{describe(exc)}", "error")
         for fix in fixes:
             self.apply_fix(run, fix.original, fix.fixed, wrong, related)
         for fact in wrong:
@@ -439,7 +438,7 @@ class SERC(TracedProgram):
                                  facts=facts).sentence.strip()
             except Exception as exc:
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} failed: "
-                        f"{_error(exc)}", "error")
+                        f"{describe(exc)}", "error")
                 text = ""
             if len(text) < SHORT_SENTENCE_CHARS:
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
@@ -467,7 +466,7 @@ class SERC(TracedProgram):
                                question=trace.question, draft=trace.reconstructed,
                                config={"temperature": self.polish_temperature}).answer.strip()
         except Exception as exc:
-            run.log("polish", f"polish failed, returned the draft: {_error(exc)}", "error")
+            run.log("polish", f"polish failed, returned the draft: {describe(exc)}", "error")
             answer = ""
         if len(answer) < SHORT_ANSWER_CHARS:
             answer = trace.reconstructed
@@ -493,15 +492,6 @@ class _LazyContext:
                     self.run.log("align", f"question retrieval failed: {exc}", "error")
         return self.passages
 
-
-def _clean_facts(facts: list[str]) -> list[str]:
-    seen, cleaned = set(), []
-    for fact in facts or []:
-        text = " ".join(str(fact).split())
-        if text and text.lower() not in seen:
-            seen.add(text.lower())
-            cleaned.append(text)
-    return cleaned
 
 
 def _more_specific(first: str, second: str) -> str:

@@ -13,8 +13,8 @@ from conftest import EXAMPLES
 
 from serc_dspy import SERC, LocalCorpus
 from serc_dspy.backends import BackendError, find_smollm2_gguf
-from serc_dspy.backends import transformers_lm as module
-from serc_dspy.backends.transformers_lm import (
+from serc_dspy.backends import hf as module
+from serc_dspy.backends.hf import (
     AsyncTransformersEngine,
     TransformersEngine,
     transformers_lm,
