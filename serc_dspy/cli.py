@@ -98,26 +98,22 @@ def _read_draft(path: str) -> str:
 
 
 def _build_retriever(args, needs_retriever: bool):
-    from serc_dspy.retrieval import CachedRetriever, LocalCorpus
+    from serc_dspy.retrieval import LocalCorpus
+    from serc_dspy.retrieval.factory import maybe_cached, web_search
 
     if not needs_retriever or (args.no_retrieval and not (args.corpus or args.search)):
         return None
     if args.corpus and args.search:
         raise CliError("pass either --corpus or --search, not both")
-    if args.search == "tavily":
-        try:
-            from serc_dspy.retrieval.tavily import TavilyRetriever
-        except ImportError as exc:
-            raise CliError("Tavily search needs the tavily extra: "
-                           "pip install 'serc-dspy[tavily]'") from exc
-        retriever = TavilyRetriever()
+    if args.search:
+        retriever = web_search(args.search)
     elif args.corpus:
         retriever = LocalCorpus(args.corpus)
     else:
         raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
                        "files or a .jsonl), --search tavily, or --no-retrieval to verify "
                        "without retrieval")
-    return CachedRetriever(retriever, args.cache) if args.cache else retriever
+    return maybe_cached(retriever, args.cache)
 
 
 def _build_lm(args):

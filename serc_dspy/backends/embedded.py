@@ -208,10 +208,13 @@ class LlamaCppEngine:
         )
 
 
-class AsyncLlamaCppEngine:
-    """The async half DSPy requires next to a custom engine; it runs the sync call in a thread."""
+class ThreadedAsyncEngine:
+    """The async half DSPy requires next to a custom engine: it runs the sync engine's call in
+    a thread. Subclasses name their sync engine so a saved LM state can rebuild the pair."""
 
-    def __init__(self, sync: LlamaCppEngine):
+    sync_class: type = type(None)
+
+    def __init__(self, sync):
         self.sync = sync
 
     async def complete(self, request) -> Response:
@@ -226,8 +229,12 @@ class AsyncLlamaCppEngine:
         return self.sync.dump_state()
 
     @classmethod
-    def load_state(cls, state: dict[str, Any]) -> AsyncLlamaCppEngine:
-        return cls(LlamaCppEngine.load_state(state))
+    def load_state(cls, state: dict[str, Any]):
+        return cls(cls.sync_class.load_state(state))
+
+
+class AsyncLlamaCppEngine(ThreadedAsyncEngine):
+    sync_class = LlamaCppEngine
 
 
 def _chat_messages(request) -> list[dict[str, str]]:

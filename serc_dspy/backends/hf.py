@@ -24,6 +24,7 @@ from serc_dspy.backends.embedded import (
     DEFAULT_MAX_LIST_ITEMS,
     DEFAULT_MAX_TOKENS,
     BackendError,
+    ThreadedAsyncEngine,
     _chat_messages,
     bound_lists,
 )
@@ -318,26 +319,8 @@ class TransformersEngine:
         )
 
 
-class AsyncTransformersEngine:
-    """The async half DSPy requires next to a custom engine; it runs the sync call in a thread."""
-
-    def __init__(self, sync: TransformersEngine):
-        self.sync = sync
-
-    async def complete(self, request) -> Response:
-        import asyncio
-
-        return await asyncio.to_thread(self.sync.complete, request)
-
-    async def aclose(self) -> None:
-        self.sync.close()
-
-    def dump_state(self) -> dict[str, Any]:
-        return self.sync.dump_state()
-
-    @classmethod
-    def load_state(cls, state: dict[str, Any]) -> AsyncTransformersEngine:
-        return cls(TransformersEngine.load_state(state))
+class AsyncTransformersEngine(ThreadedAsyncEngine):
+    sync_class = TransformersEngine
 
 
 def _as_list(value: Any) -> list[int]:

@@ -105,25 +105,21 @@ def _register_run(subparsers) -> None:
 
 
 def _retriever(args, needs: bool):
-    from serc_dspy.retrieval import CachedRetriever, LocalCorpus
+    from serc_dspy.retrieval import LocalCorpus
+    from serc_dspy.retrieval.factory import maybe_cached, web_search
 
     if args.corpus:
         retriever = LocalCorpus(args.corpus)
     elif args.knowledge:
         retriever = _open_knowledge(args.knowledge)
-    elif args.search == "tavily":
-        try:
-            from serc_dspy.retrieval.tavily import TavilyRetriever
-        except ImportError as exc:
-            raise UserError("Tavily search needs the tavily extra: "
-                            "pip install 'serc-dspy[tavily]'") from exc
-        retriever = TavilyRetriever()
+    elif args.search:
+        retriever = web_search(args.search)
     elif needs:
         raise UserError(f"method {args.method} needs a retriever: pass --knowledge DB_OR_JSON, "
                         "--corpus PATH or --search tavily")
     else:
         return None
-    return CachedRetriever(retriever, args.cache) if args.cache else retriever
+    return maybe_cached(retriever, args.cache)
 
 
 def run_command(args) -> int:

@@ -1,0 +1,27 @@
+"""Retrievers named by command-line options, built one way for every command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from serc_dspy.errors import UserError
+from serc_dspy.retrieval.cache import CachedRetriever
+
+WEB_SEARCHES = ("tavily",)
+
+
+def web_search(name: str):
+    """The web search `name` (only Tavily today); its client is an optional extra."""
+    if name != "tavily":
+        raise UserError(f"unknown web search {name!r}; known: {', '.join(WEB_SEARCHES)}")
+    try:
+        from serc_dspy.retrieval.tavily import TavilyRetriever
+    except ImportError as exc:
+        raise UserError("Tavily search needs the tavily extra: "
+                        "pip install 'serc-dspy[tavily]'") from exc
+    return TavilyRetriever()
+
+
+def maybe_cached(retriever, cache: str | Path | None):
+    """Wrap `retriever` in the on-disk cache when a cache file is given."""
+    return CachedRetriever(retriever, cache) if cache else retriever
