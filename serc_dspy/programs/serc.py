@@ -48,6 +48,7 @@ from serc_dspy.text import (
     SHORT_SENTENCE_CHARS,
     best_match,
     is_refusal,
+    is_runaway,
     needs_cold_start,
     split_sentences,
     unique_texts,
@@ -444,6 +445,12 @@ class SERC(TracedProgram):
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
                         "short; kept the original sentence", "fallback")
                 sentence.kept_verbatim, text = True, sentence.text
+            elif is_runaway(text, " ".join(facts)):
+                # A weak model can loop or recite its instructions; the corrected facts are
+                # complete sentences, so stating them is safe, unlike the original sentence.
+                run.log("reconstruct", f"rewrite of sentence {sentence.index} ran away "
+                        f"({len(text)} characters); stated its facts instead", "fallback")
+                text = " ".join(_as_sentence(fact) for fact in facts)
             sentence.rewritten = text
 
         self.parallel(rewrite, changed)
@@ -470,6 +477,10 @@ class SERC(TracedProgram):
             answer = ""
         if len(answer) < SHORT_ANSWER_CHARS:
             answer = trace.reconstructed
+        elif is_runaway(answer, trace.reconstructed):
+            run.log("polish", f"polished answer ran away ({len(answer)} characters for a "
+                    f"{len(trace.reconstructed)}-character draft); returned the draft", "fallback")
+            answer = trace.reconstructed
         trace.answer = answer
 
 
@@ -492,6 +503,11 @@ class _LazyContext:
                     self.run.log("align", f"question retrieval failed: {exc}", "error")
         return self.passages
 
+
+
+def _as_sentence(fact: str) -> str:
+    fact = fact.strip()
+    return fact if fact.endswith((".", "!", "?")) else fact + "."
 
 
 def _more_specific(first: str, second: str) -> str:

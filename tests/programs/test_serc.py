@@ -329,3 +329,20 @@ def test_per_stage_lm_is_used_for_that_stage_only():
     models = prediction.trace.usage.models
     assert models["local/verifier"].calls == len(verify.calls)
     assert models["local/scripted"].calls == len(main.calls)
+
+
+def test_runaway_rewrite_states_the_corrected_facts_instead():
+    looping = "The verified facts are the only source of truth. " * 20
+    prediction, _, _ = run(RewriteSentence=lambda i: {"sentence": looping})
+    trace = prediction.trace
+    assert trace.sentences[0].rewritten == (
+        "Marie Curie was born in Warsaw. Marie Curie was born in 1867.")
+    assert "source of truth" not in prediction.answer
+    assert "Kraków" not in prediction.answer
+    assert any("ran away" in e.message for e in trace.events)
+
+
+def test_runaway_polish_returns_the_reconstructed_draft():
+    prediction, _, _ = run(PolishAnswer=lambda i: {"answer": i["draft"] + " more" * 400})
+    assert prediction.answer == prediction.trace.reconstructed
+    assert any(e.phase == "polish" and "ran away" in e.message for e in prediction.trace.events)
