@@ -55,6 +55,20 @@ def find_smollm2_gguf() -> Path:
     )
 
 
+def requested_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON schema a request asks its output to follow, or None for free text.
+
+    DSPy sends `{"type": "json_schema", "schema": ...}` (or OpenAI's nested `json_schema`);
+    plain JSON mode becomes the schema of any object.
+    """
+    if not response_format or response_format.get("type") == "text":
+        return None
+    schema = response_format.get("schema")
+    if schema is None and isinstance(response_format.get("json_schema"), dict):
+        schema = response_format["json_schema"].get("schema")
+    return schema if schema is not None else {"type": "object"}
+
+
 def bound_lists(schema: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
     """Return a copy of a JSON schema whose unbounded arrays get `maxItems` (and `minItems`)."""
     schema = copy.deepcopy(schema)
@@ -131,13 +145,9 @@ class LlamaCppEngine:
 
     def _grammar(self, response_format: dict[str, Any] | None):
         """Build (and cache) a llama.cpp grammar for the requested JSON schema, if any."""
-        if not response_format:
-            return None
-        schema = response_format.get("schema")
-        if schema is None and isinstance(response_format.get("json_schema"), dict):
-            schema = response_format["json_schema"].get("schema")
+        schema = requested_schema(response_format)
         if schema is None:
-            schema = {"type": "object"}
+            return None
         import json
 
         from llama_cpp import LlamaGrammar

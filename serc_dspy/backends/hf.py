@@ -27,6 +27,7 @@ from serc_dspy.backends.embedded import (
     ThreadedAsyncEngine,
     _chat_messages,
     bound_lists,
+    requested_schema,
 )
 
 # import name -> pip name, in the order to install them.
@@ -198,13 +199,9 @@ class TransformersEngine:
 
     def _grammar(self, response_format: dict[str, Any] | None):
         """Compile (and cache) an xgrammar grammar for the requested JSON schema, if any."""
-        if not response_format or response_format.get("type") == "text":
-            return None
-        schema = response_format.get("schema")
-        if schema is None and isinstance(response_format.get("json_schema"), dict):
-            schema = response_format["json_schema"].get("schema")
+        schema = requested_schema(response_format)
         if schema is None:
-            schema = {"type": "object"}
+            return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             bounded = bound_lists(schema, self.max_list_items)
