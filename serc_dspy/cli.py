@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--draft", required=True, help="file with the draft answer ('-' = stdin)")
     _add_common(correct)
 
+    models = commands.add_parser("models", help="list the offline models and whether each is ready")
+    models.add_argument("--json", action="store_true", help="print the list as JSON")
+    models.add_argument("--prepare", metavar="NAME",
+                        help="assemble and verify this model now (otherwise done on first use)")
+    models.set_defaults(handler=run_models)
+
     for module in _COMMAND_MODULES:
         try:
             found = importlib.util.find_spec(module) is not None
@@ -60,23 +66,28 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                          help="web search instead of a corpus (key from TAVILY_API_KEY)")
     command.add_argument("--cache", metavar="FILE",
                          help="cache retrieval results in this SQLite file (reruns are offline)")
-    command.add_argument("--lm", default="local",
-                         help="LM for every stage: local | local=PATH.gguf | hf=DIR_OR_ID | "
-                              "sglang=URL#MODEL | openai=URL#MODEL | PROVIDER/MODEL")
+    command.add_argument("--lm", default=None,
+                         help="LM for every stage: qwen1.5b (default) | smollm2 | "
+                              "local=PATH.gguf | hf=DIR_OR_ID | sglang=URL#MODEL | "
+                              "openai=URL#MODEL | PROVIDER/MODEL")
     command.add_argument("--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
                          help="a different LM for one stage (generate, firewall, decompose, "
                               "verify, correct, rewrite, polish); repeatable")
-    command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
+    command.add_argument("--max-tokens", type=_positive, default=None,
+                         help="max new tokens per call (default: the model's, else 512)")
     command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
     command.add_argument("--no-retrieval", action="store_true",
                          help="verify against the LM's own knowledge; no corpus needed")
     command.add_argument("--density", choices=["sentence", "atomic"], default=None,
                          help="'atomic' = one check node per fact (High-Density)")
     command.add_argument("--max-facts-per-check", type=int, default=5)
-    command.add_argument("--top-k", type=int, default=8, help="passages per query")
-    command.add_argument("--context-chars", type=int, default=20_000,
-                         help="cap on retrieved context per query")
-    command.add_argument("--workers", type=int, default=2, help="concurrent check nodes")
+    command.add_argument("--top-k", type=_positive, default=None,
+                         help="passages per query (default: the model's CPU default, else 8)")
+    command.add_argument("--context-chars", type=_positive, default=None,
+                         help="cap on retrieved context per query (default: the model's CPU "
+                              "default, else 20000)")
+    command.add_argument("--workers", type=_positive, default=None,
+                         help="concurrent LM calls (default: the engine's slots, else 4)")
     command.add_argument("--compiled", metavar="PATH_OR_NAME",
                          help="SERC methods: apply a compiled state saved by `serc compile` "
                               "(a .json path, or a packaged name such as verify_smollm2)")
@@ -84,6 +95,16 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
     command.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
 
 
 def _read_draft(path: str) -> str:
@@ -119,7 +140,17 @@ def _build_retriever(args, needs_retriever: bool):
 def _build_lm(args):
     from serc_dspy.backends import lm_from_spec
 
-    return lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    return lm_from_spec(args.lm, max_tokens=args.max_tokens,
+                        progress=None if args.quiet else _assembly_progress)
+
+
+def _assembly_progress(done: int, total: int) -> None:
+    """A progress bar on stderr while an offline model is assembled on first use."""
+    width = 30
+    filled = int(width * done / total) if total else width
+    end = "\n" if done >= total else "\r"
+    print(f"[serc] preparing the offline model [{'#' * filled}{'.' * (width - filled)}] "
+          f"{done / 2**20:,.0f}/{total / 2**20:,.0f} MiB", end=end, file=sys.stderr, flush=True)
 
 
 def _build_stage_lms(args):
@@ -154,8 +185,10 @@ class _Progress:
 def run(args) -> int:
     import dspy
 
+    from serc_dspy.backends.spec import apply_run_defaults
     from serc_dspy.programs import build_method, get_method
 
+    apply_run_defaults(args)
     if args.command == "ask":
         question, draft = args.question, None
     else:
@@ -210,6 +243,22 @@ def run(args) -> int:
               f"{usage.completion_tokens} completion tokens, {seconds:.1f}s]", file=sys.stderr)
     for event in trace.errors:
         print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
+    return 0
+
+
+def run_models(args) -> int:
+    from serc_dspy.backends.models import MODELS, ensure_model, model_status
+
+    if args.prepare:
+        ensure_model(args.prepare, progress=_assembly_progress)
+    rows = [model_status(model) for model in MODELS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        mark = " (default)" if row["default"] else ""
+        print(f"{row['name']}{mark}: {row['title']}\n  {row['state']}, "
+              f"{row['size'] / 2**20:,.0f} MiB, {row['path']}")
     return 0
 
 

@@ -66,7 +66,11 @@ class Firewall(BaseModel):
     evidence_entity: str = ""
     analysis: str = ""
     same_entity: bool | None = None
+    decision: str = ""
+    """Why the firewall passed or reset, in words (e.g. "same name: no judge call")."""
     reset: bool = False
+    replaced_answer: str = ""
+    """The received answer a hard reset replaced (kept so a reader can see what was thrown away)."""
     error: str | None = None
 
 

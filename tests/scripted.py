@@ -122,3 +122,8 @@ class CountingRetriever:
         if self.fail:
             raise ConnectionError("search backend is down")
         return self.inner(query, k)
+
+
+def entity(name: str, characteristic: str = "") -> dict[str, str]:
+    """A scripted firewall descriptor (QueryEntity / AnswerEntity / EvidenceEntity outputs)."""
+    return {"name": name, "characteristic": characteristic}

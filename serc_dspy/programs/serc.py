@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 import dspy
 
+from serc_dspy.entities import Descriptor, more_specific, same_name
 from serc_dspy.errors import describe
+from serc_dspy.facts import clean_facts, not_a_statement
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -50,8 +52,8 @@ from serc_dspy.text import (
     is_refusal,
     is_runaway,
     needs_cold_start,
+    normalise,
     split_sentences,
-    unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence, Trace
 
@@ -204,56 +206,73 @@ class SERC(TracedProgram):
             return fallback
 
     def entity_firewall(self, run: Run, question: str, context: _LazyContext) -> None:
+        """Steps 3-5. The received answer (a caller's draft included) is replaced only when the
+        judge positively found a different entity from two usable descriptors whose names
+        differ; every other outcome passes, and `firewall.decision` says why."""
         trace, firewall = run.trace, run.trace.firewall
         run.report("firewall", 0, 1)
         passages = context.get()
-
-        def descriptor(kind: str) -> str:
-            if kind == "query":
-                result = self.call(run, "query_entity", "firewall", self.query_entity,
-                                   question=question)
-            elif kind == "answer":
-                result = self.call(run, "answer_entity", "firewall", self.answer_entity,
-                                   answer=trace.received)
-            else:
-                result = self.call(run, "evidence_entity", "firewall", self.evidence_entity,
-                                   context=format_passages(passages))
-            return result.entity.strip()
-
+        readers = {
+            "query": (self.query_entity, {"question": question}),
+            "answer": (self.answer_entity, {"answer": trace.received}),
+            "evidence": (self.evidence_entity, {"context": format_passages(passages)}),
+        }
         kinds = ["query", "answer"] + (["evidence"] if passages else [])
+
+        def describe_entity(kind: str) -> Descriptor:
+            predictor, inputs = readers[kind]
+            result = self.call(run, f"{kind}_entity", "firewall", predictor, **inputs)
+            return Descriptor.of(result.name, result.characteristic)
+
         try:
-            found = dict(zip(kinds, self.parallel(descriptor, kinds), strict=True))
+            found = dict(zip(kinds, self.parallel(describe_entity, kinds), strict=True))
         except Exception as exc:
             firewall.error = f"descriptor extraction failed: {describe(exc)}"
+            firewall.decision = "passed: the descriptors could not be read"
             run.log("firewall", firewall.error, "error")
             return
-        firewall.query_entity = found["query"]
-        firewall.answer_entity = found["answer"]
-        firewall.evidence_entity = found.get("evidence", "")
-        trace.subject = _more_specific(firewall.answer_entity, firewall.query_entity) or question
+        query, answer = found["query"], found["answer"]
+        evidence = found.get("evidence", Descriptor())
+        firewall.query_entity, firewall.answer_entity = str(query), str(answer)
+        firewall.evidence_entity = str(evidence)
+        trace.subject = str(more_specific(answer, query)) or question
         if not passages:
-            firewall.error = firewall.error or "no retrieved context: the check passes"
+            firewall.decision = "passed: no retrieved context to compare with"
             return
-        if not (firewall.answer_entity and firewall.evidence_entity):
-            firewall.analysis = "a descriptor is missing: the check passes"
+        if not (answer.usable and evidence.usable):
+            which = " and ".join(k for k, d in (("answer", answer), ("evidence", evidence))
+                                 if not d.usable)
+            firewall.decision = f"passed: the {which} descriptor is empty or a placeholder"
+            run.log("firewall", firewall.decision, "fallback")
+            return
+        if same_name(answer.name, evidence.name):
+            firewall.same_entity = True
+            firewall.decision = "passed: the answer and the evidence name the same entity " \
+                                "(same normalised name, no judge call)"
+            trace.subject = str(more_specific(answer, evidence))
             return
         try:
             judged = self.call(run, "same_entity", "firewall", self.entity_judge,
-                               answer_entity=firewall.answer_entity,
-                               evidence_entity=firewall.evidence_entity)
+                               answer_entity=str(answer), evidence_entity=str(evidence))
         except Exception as exc:
             firewall.error = f"entity judge failed: {describe(exc)}"
+            firewall.decision = "passed: the entity judge failed"
             run.log("firewall", firewall.error, "error")
             return
         firewall.analysis = judged.analysis
         firewall.same_entity = judged.same == "YES"
         if firewall.same_entity:
-            trace.subject = _more_specific(firewall.answer_entity, firewall.evidence_entity)
+            firewall.decision = "passed: the judge found the same entity under different names"
+            trace.subject = str(more_specific(answer, evidence))
             return
         firewall.reset = True
-        trace.subject = firewall.evidence_entity
+        firewall.decision = (f"reset: the judge found {answer} and {evidence} to be different "
+                             "entities")
+        firewall.replaced_answer = trace.received
+        trace.subject = str(evidence)
         trace.received = self.grounded_answer(run, question, passages, trace.received)
-        run.log("firewall", "entity mismatch: hard reset to a context-grounded answer")
+        run.log("firewall", f"entity mismatch ({answer} vs {evidence}): hard reset to a "
+                "context-grounded answer")
 
     # == Phase 2: fact decomposition and sparse verification =================================
     def decompose(self, run: Run) -> None:
@@ -264,16 +283,17 @@ class SERC(TracedProgram):
 
         def extract(sentence: Sentence) -> list[str]:
             try:
-                facts = self.call(run, "atomic_facts", "decompose", self.fact_extractor,
-                                  subject=trace.subject, sentence=sentence.text).facts
+                raw = self.call(run, "atomic_facts", "decompose", self.fact_extractor,
+                                subject=trace.subject, sentence=sentence.text).facts
             except Exception as exc:
                 run.log("decompose", f"sentence {sentence.index} kept unverified: "
                         f"{describe(exc)}", "error")
-                facts = []
+                raw = None
+            facts = self.hygiene(run, sentence, raw)
             with run.lock:
                 done[0] += 1
             run.report("decompose", done[0], len(texts))
-            return unique_texts(facts)
+            return facts
 
         per_sentence = self.parallel(extract, trace.sentences)
         for sentence, facts in zip(trace.sentences, per_sentence, strict=True):
@@ -281,6 +301,24 @@ class SERC(TracedProgram):
                 trace.facts.append(Fact(id=f"f{sentence.index}.{i}", text=text,
                                         sentence=sentence.index))
         self.build_checks(trace)
+
+    def hygiene(self, run: Run, sentence: Sentence, raw: list[str] | None) -> list[str]:
+        """Keep only statements grounded in the sentence; log every fact that is dropped.
+
+        If nothing usable is left of a sentence that was read, the sentence itself becomes its
+        one fact, so it is still verified rather than silently passed through.
+        """
+        if raw is None:
+            return []
+        facts, dropped = clean_facts(raw, sentence.text, run.trace.subject)
+        for fact, reason in dropped:
+            run.log("decompose", f"sentence {sentence.index}: dropped fact {fact!r} ({reason})",
+                    "fallback")
+        if not facts and not_a_statement(sentence.text) is None:
+            run.log("decompose", f"sentence {sentence.index}: no usable fact extracted; the "
+                    "sentence is checked as one fact", "fallback")
+            facts = [sentence.text]
+        return facts
 
     def build_checks(self, trace: Trace) -> None:
         """Group each sentence's facts into check nodes of bounded degree."""
@@ -375,24 +413,41 @@ class SERC(TracedProgram):
                    and f.verdict != "CONTRADICTED" and f.status != "pruned"]
         checks = {f.check for f in wrong}
         evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
-        try:
-            fixes = self.call(run, "correction", "correct", self.corrector,
-                              subject=trace.subject, evidence=evidence,
-                              erroneous_facts=[f.text for f in wrong],
-                              related_facts=[f.text for f in related]).corrections
-        except Exception as exc:
-            fixes = []
-            run.log("correct", f"correction of sentence {sentence} failed, facts kept: "
-                    f"{describe(exc)}", "error")
-        for fix in fixes:
-            self.apply_fix(run, fix.original, fix.fixed, wrong, related)
+        # A fix that restates its fact is no fix; a small model does this. One retry, on the
+        # facts still open and with some sampling freedom, is allowed; then they stay
+        # CONTRADICTED and uncorrected.
+        for attempt, temperature in enumerate((0.0, 0.5)):
+            open_facts = [f for f in wrong if f.status == "pending"]
+            if not open_facts:
+                break
+            try:
+                fixes = self.call(run, "correction", "correct", self.corrector,
+                                  subject=trace.subject, evidence=evidence,
+                                  erroneous_facts=[f.text for f in open_facts],
+                                  related_facts=[f.text for f in related],
+                                  config={"temperature": temperature}).corrections
+            except Exception as exc:
+                run.log("correct", f"correction of sentence {sentence} failed, facts kept: "
+                        f"{describe(exc)}", "error")
+                break
+            for fix in fixes:
+                self.apply_fix(run, fix.original, fix.fixed, open_facts, related)
+            if attempt == 0 and any(f.status == "pending" for f in wrong):
+                run.log("correct", f"sentence {sentence}: a contradicted fact got no usable fix; "
+                        "retrying once", "fallback")
         for fact in wrong:
             if fact.status == "pending":
                 fact.status = "uncorrected"
+                run.log("correct", f"fact {fact.id} stays contradicted and uncorrected",
+                        "fallback")
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
                   related: list[Fact]) -> None:
-        """Map a returned `original` to the closest buffered fact, else to a dependent fact."""
+        """Map a returned `original` to the closest buffered fact, else to a dependent fact.
+
+        A fix equal to its fact (after case and punctuation) is a no-op and changes nothing; a
+        propagated (dependent-fact) change may rewrite a fact but never delete it.
+        """
         fixed = (fixed or "").strip()
         record = Correction(original=original, fixed=fixed)
         for pool, propagated in ((wrong, False), (related, True)):
@@ -402,7 +457,14 @@ class SERC(TracedProgram):
                 continue
             fact = open_facts[match[0]]
             record.fact, record.match_score, record.propagated = fact.id, match[1], propagated
-            if propagated and fixed == fact.text:
+            if normalise(fixed) == normalise(fact.text):
+                if not propagated:
+                    run.log("correct", f"the fix for fact {fact.id} repeats it; not a correction",
+                            "fallback")
+                break
+            if propagated and not fixed:
+                run.log("correct", f"a propagated change would delete fact {fact.id}; kept",
+                        "fallback")
                 break
             fact.correction = fixed or None
             fact.status = "corrected" if fixed else "pruned"
@@ -508,12 +570,3 @@ class _LazyContext:
 def _as_sentence(fact: str) -> str:
     fact = fact.strip()
     return fact if fact.endswith((".", "!", "?")) else fact + "."
-
-
-def _more_specific(first: str, second: str) -> str:
-    """Prefer a descriptor that carries a characteristic, then the longer one."""
-    def rank(descriptor: str) -> tuple[bool, int]:
-        return ("(" in descriptor, len(descriptor))
-
-    candidates = [d for d in (first, second) if d]
-    return max(candidates, key=rank) if candidates else ""

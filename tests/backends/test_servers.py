@@ -1,6 +1,5 @@
 """The SGLang code path over real HTTP on loopback, and the managed launcher's guarantees."""
 
-import json
 import os
 import socket
 import sys
@@ -12,6 +11,7 @@ from conftest import EXAMPLES
 
 from serc_dspy import SERC, LocalCorpus
 from serc_dspy.backends import find_smollm2_gguf, sglang_lm
+from serc_dspy.backends.chat import HttpChatEngine
 from serc_dspy.backends.launcher import (
     PortInUse,
     ServerDied,
@@ -23,7 +23,7 @@ from serc_dspy.backends.launcher import (
     sglang_server,
 )
 
-SERVER_SCRIPT = Path(__file__).with_name("llamacpp_server.py")
+SERVER_SCRIPT = Path(__file__).with_name("xllamacpp_server.py")
 DRAFT = "In 1898 she and Pierre discovered two new elements, polonium and radium."
 
 
@@ -34,11 +34,19 @@ def assert_gone(process):
 
 
 @pytest.mark.embedded
-def test_serc_over_http_against_a_managed_openai_compatible_server(tmp_path):
-    record = tmp_path / "requests.jsonl"
+def test_serc_over_http_against_a_managed_llama_cpp_server(tmp_path, monkeypatch):
+    """The SGLang code path against llama.cpp's real server, which takes json_schema natively."""
+    sent = []
+    real_send = HttpChatEngine.send
+
+    def record(engine, body):
+        sent.append(body)
+        return real_send(engine, body)
+
+    monkeypatch.setattr(HttpChatEngine, "send", record)
     port = free_port()
     command = [sys.executable, str(SERVER_SCRIPT), "--model", str(find_smollm2_gguf()),
-               "--alias", "smollm2", "--port", str(port), "--record", str(record)]
+               "--alias", "smollm2", "--port", str(port)]
     with managed_server(command, port=port, timeout=120, log_path=tmp_path / "server.log") as srv:
         lm = sglang_lm(srv.url, "smollm2", max_tokens=256)
         program = SERC(retriever=LocalCorpus(EXAMPLES / "corpus"), max_workers=2)
@@ -48,17 +56,16 @@ def test_serc_over_http_against_a_managed_openai_compatible_server(tmp_path):
     assert_gone(process)
 
     trace = prediction.trace
-    assert trace.errors == [], [e.message for e in trace.errors]
-    assert trace.facts and all(f.verdict is not None for f in trace.facts)
-    requests = [json.loads(line) for line in record.read_text().splitlines()]
-    assert len(requests) == trace.usage.total.calls > 0
-    for body in requests:
+    assert not [e for e in trace.errors if "HTTP" in e.message or "reach" in e.message]
+    assert trace.facts and trace.checks and any(c.evidence for c in trace.checks)
+    assert len(sent) == trace.usage.total.calls > 0
+    for body in sent:
         assert body["model"] == "smollm2"
         assert body["response_format"]["type"] == "json_schema"
         assert body["response_format"]["json_schema"]["schema"]["properties"]
         assert body["max_tokens"] == 256
-        assert body["temperature"] in (0.0, 0.1)
-    usage = trace.usage.models["serc_sglang/smollm2"]
+        assert body["temperature"] in (0.0, 0.1, 0.5)
+    usage = trace.usage.models["sglang/smollm2"]
     assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
 
 

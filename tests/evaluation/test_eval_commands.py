@@ -9,7 +9,7 @@ from eval_fixtures import (
     write_entities,
     write_wiki,
 )
-from scripted import scripted_lm
+from scripted import entity, scripted_lm
 
 from serc_dspy.cli import main
 
@@ -35,9 +35,9 @@ def handlers():
     return {
         "AnswerQuestion": lambda i: {"answer": ANSWERS.get(
             i["question"], "This person was a painter who lived in Rome for many years.")},
-        "QueryEntity": lambda i: {"entity": "Ada Lovelace"},
-        "AnswerEntity": lambda i: {"entity": "Ada Lovelace (mathematician)"},
-        "EvidenceEntity": lambda i: {"entity": "Ada Lovelace (mathematician)"},
+        "QueryEntity": lambda i: entity("Ada Lovelace"),
+        "AnswerEntity": lambda i: entity("Ada Lovelace", "mathematician"),
+        "EvidenceEntity": lambda i: entity("Ada Lovelace", "mathematician"),
         "SameEntity": lambda i: {"analysis": "Same.", "same": "YES"},
         "GroundedAnswer": lambda i: {"answer": "No verified information was found."},
         "AtomicFacts": two_facts,

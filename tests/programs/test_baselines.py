@@ -2,7 +2,7 @@
 
 import dspy
 import pytest
-from scripted import CountingRetriever, scripted_lm
+from scripted import CountingRetriever, entity, scripted_lm
 
 from serc_dspy.programs import (
     RARR,
@@ -120,9 +120,9 @@ def _serc_handlers():
     facts = {BAD: ["Marie Curie was born in Kraków.", "Marie Curie was born in 1867."],
              GOOD: [GOOD]}
     return dict(
-        QueryEntity=lambda i: {"entity": "Marie Curie"},
-        AnswerEntity=lambda i: {"entity": "Marie Curie (physicist)"},
-        EvidenceEntity=lambda i: {"entity": "Marie Curie (physicist)"},
+        QueryEntity=lambda i: entity("Marie Curie"),
+        AnswerEntity=lambda i: entity("Marie Curie", "physicist"),
+        EvidenceEntity=lambda i: entity("Maria Skłodowska-Curie", "physicist"),
         SameEntity=lambda i: {"analysis": "Same.", "same": "YES"},
         AtomicFacts=lambda i: {"facts": facts.get(i["sentence"], [])},
         VerificationQuery=lambda i: {"query": "Marie Curie " + i["facts"][0]},

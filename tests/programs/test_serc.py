@@ -2,7 +2,7 @@
 
 import dspy
 import pytest
-from scripted import CountingRetriever, scripted_lm
+from scripted import CountingRetriever, entity, scripted_lm
 
 from serc_dspy import SERC, InputError, LocalCorpus, Trace
 from serc_dspy.programs.base import NO_INFO_ANSWER
@@ -51,9 +51,9 @@ def handlers(**overrides):
         "AnswerQuestion": lambda i: {"answer": DRAFT},
         "GroundedAnswer": lambda i: {"answer": "Marie Curie was a physicist and chemist born "
                                      "in Warsaw who won two Nobel Prizes."},
-        "QueryEntity": lambda i: {"entity": "Marie Curie"},
-        "AnswerEntity": lambda i: {"entity": "Marie Curie (physicist)"},
-        "EvidenceEntity": lambda i: {"entity": "Marie Curie (physicist and chemist)"},
+        "QueryEntity": lambda i: entity("Marie Curie"),
+        "AnswerEntity": lambda i: entity("Marie Curie", "physicist"),
+        "EvidenceEntity": lambda i: entity("Marie Curie", "physicist and chemist"),
         "SameEntity": lambda i: {"analysis": "Same name and profession.", "same": "YES"},
         "AtomicFacts": lambda i: {"facts": FACTS.get(i["sentence"], [i["sentence"]])},
         "VerificationQuery": lambda i: {"query": "Marie Curie biography " + i["facts"][0]},
@@ -135,11 +135,12 @@ def test_polish_runs_at_temperature_point_one_and_initial_answer_is_kept():
 
 def test_firewall_mismatch_triggers_hard_reset():
     prediction, engine, _ = run(SameEntity=lambda i: {"analysis": "Different era.",
-                                                      "same": "NO"})
+                                                      "same": "NO"},
+                                EvidenceEntity=lambda i: entity("Ève Curie", "writer"))
     firewall = prediction.trace.firewall
     assert firewall.same_entity is False and firewall.reset
     assert firewall.query_entity == "Marie Curie"
-    assert firewall.evidence_entity == "Marie Curie (physicist and chemist)"
+    assert firewall.evidence_entity == "Ève Curie (writer)"
     assert prediction.trace.subject == firewall.evidence_entity
     assert len(engine.of("GroundedAnswer")) == 1
     assert prediction.trace.received.startswith("Marie Curie was a physicist and chemist")
@@ -175,9 +176,9 @@ def test_refusal_without_any_context_answers_no_info():
 
 
 def test_check_nodes_never_exceed_max_facts_per_check():
-    many = [f"Marie Curie fact number {n}." for n in range(7)]
-    prediction, _, _ = run({"max_facts_per_check": 3},
-                           AtomicFacts=lambda i: {"facts": many})
+    words = ["indeed", "truly", "surely", "plainly", "clearly", "really", "certainly"]
+    prediction, _, _ = run({"max_facts_per_check": 3}, AtomicFacts=lambda i: {
+        "facts": [f"{i['sentence'].rstrip('.')} {word}." for word in words]})
     sizes = [len(c.facts) for c in prediction.trace.checks]
     assert max(sizes) <= 3
     assert len(prediction.trace.checks) == 4 * 3  # 4 sentences x (3 + 3 + 1)

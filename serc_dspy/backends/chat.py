@@ -1,0 +1,250 @@
+"""The one OpenAI chat-completions request every backend sends, and the engines that send it.
+
+DSPy 3.4 hands an engine one canonical `lm15.Request`. `chat_request` turns it into the body of
+an OpenAI `/v1/chat/completions` call: messages, `max_tokens` (not the `max_completion_tokens`
+some servers ignore), temperature, stop words and, for typed outputs, `response_format` of type
+`json_schema` with the signature's schema (arrays bounded, so a small model cannot loop on list
+items until it runs out of tokens). `chat_response` reads the answer back, and refuses a
+truncated one (`finish_reason == "length"`): cut-off JSON "repaired" by a parser would silently
+lose the rest of a rewrite or a polish.
+
+Two transports share that code:
+- `ChatEngine` + `send` of `backends/embedded.py`: llama.cpp's own server in-process (xllamacpp);
+- `HttpChatEngine`: any OpenAI-compatible server over HTTP (SGLang, its router, vLLM, llama.cpp).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+from dspy import lm15
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+from serc_dspy.errors import UserError
+
+DEFAULT_MAX_TOKENS = 512
+# A small model under a schema can repeat list items until it runs out of tokens; a bound on
+# list length keeps every answer short enough to close its JSON.
+DEFAULT_MAX_LIST_ITEMS = 12
+DEFAULT_TIMEOUT_S = 300.0
+API_KEY_ENV = "SERC_LM_API_KEY"
+
+
+class BackendError(UserError):
+    """An LM backend cannot be built or used; the message says what to install or pass."""
+
+
+class OutputTruncated(RuntimeError):
+    """The model hit `max_tokens` before finishing: the output is incomplete and is not used."""
+
+
+def requested_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON schema a request asks its output to follow, or None for free text.
+
+    DSPy sends `{"type": "json_schema", "schema": ...}` (or OpenAI's nested `json_schema`);
+    plain JSON mode becomes the schema of any object.
+    """
+    if not response_format or response_format.get("type") == "text":
+        return None
+    schema = response_format.get("schema")
+    if schema is None and isinstance(response_format.get("json_schema"), dict):
+        schema = response_format["json_schema"].get("schema")
+    return schema if schema is not None else {"type": "object"}
+
+
+def bound_lists(schema: dict[str, Any], max_items: int, min_items: int = 0) -> dict[str, Any]:
+    """Return a copy of a JSON schema whose unbounded arrays get `maxItems` (and `minItems`)."""
+    schema = copy.deepcopy(schema)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "array" and "maxItems" not in node:
+                node["maxItems"] = max_items
+            if node.get("type") == "array" and min_items and "minItems" not in node:
+                node["minItems"] = min_items
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(schema)
+    return schema
+
+
+def chat_messages(request) -> list[dict[str, str]]:
+    """The request's system prompt and turns as OpenAI chat messages."""
+    messages = []
+    if request.system is not None:
+        system = request.system
+        if not isinstance(system, str):
+            system = "".join(getattr(part, "text", "") or "" for part in system)
+        messages.append({"role": "system", "content": system})
+    messages.extend({"role": m.role, "content": m.text or ""} for m in request.messages)
+    return messages
+
+
+def chat_request(request, *, model: str | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 max_list_items: int = DEFAULT_MAX_LIST_ITEMS) -> dict[str, Any]:
+    """The OpenAI chat-completions body for one DSPy request (the only place it is built)."""
+    config = request.config
+    body: dict[str, Any] = {
+        "messages": chat_messages(request),
+        "max_tokens": int(config.max_tokens or max_tokens),
+        "temperature": 0.0 if config.temperature is None else float(config.temperature),
+    }
+    if model is not None:
+        body["model"] = model
+    if config.stop:
+        body["stop"] = list(config.stop)
+    if config.seed is not None:
+        body["seed"] = int(config.seed)
+    schema = requested_schema(config.response_format)
+    if schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "output", "strict": True,
+                            "schema": bound_lists(schema, max_list_items)},
+        }
+    return body
+
+
+def chat_response(payload: dict[str, Any], model: str) -> Response:
+    """An OpenAI chat-completions reply as a DSPy response; a truncated reply raises."""
+    if "error" in payload:
+        error = payload["error"]
+        message = error.get("message", error) if isinstance(error, dict) else error
+        raise lm15.ServerError(f"{model}: {message}", status=_status(error))
+    try:
+        choice = payload["choices"][0]
+        content = choice["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise lm15.ServerError(f"{model}: malformed chat completion ({exc})") from exc
+    usage = payload.get("usage") or {}
+    if choice.get("finish_reason") == "length":
+        raise OutputTruncated(
+            f"{model} stopped at max_tokens after {usage.get('completion_tokens', '?')} tokens; "
+            "the incomplete output was discarded")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    return Response(
+        id=payload.get("id"),
+        model=model,
+        message=Message.assistant([TextPart(content)]),
+        finish_reason="stop",
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+            total_tokens=int(usage.get("total_tokens") or 0),
+            cache_read_tokens=int(cached) if cached is not None else None,
+        ),
+    )
+
+
+def _status(error: Any) -> int | None:
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) else None
+
+
+class ChatEngine:
+    """A DSPy engine that sends `chat_request` bodies through `send(body) -> dict`."""
+
+    supports_response_schema = True
+    supported_params = frozenset({"response_format", "temperature", "max_tokens", "stop", "seed"})
+
+    name = "chat"
+    max_list_items = DEFAULT_MAX_LIST_ITEMS
+    request_model: str | None = None
+
+    def send(self, body: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def complete(self, request) -> Response:
+        body = chat_request(request, model=self.request_model,
+                            max_list_items=self.max_list_items)
+        return chat_response(self.send(body), self.name)
+
+    def close(self) -> None:
+        pass
+
+
+class ThreadedAsyncEngine:
+    """The async half DSPy requires next to a custom engine: it runs the sync engine's call in
+    a thread. Subclasses name their sync engine so a saved LM state can rebuild the pair."""
+
+    sync_class: type = type(None)
+
+    def __init__(self, sync):
+        self.sync = sync
+
+    async def complete(self, request) -> Response:
+        return await asyncio.to_thread(self.sync.complete, request)
+
+    async def aclose(self) -> None:
+        self.sync.close()
+
+    def dump_state(self) -> dict[str, Any]:
+        return self.sync.dump_state()
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]):
+        return cls(cls.sync_class.load_state(state))
+
+
+class HttpChatEngine(ChatEngine):
+    """An OpenAI-compatible server at `url` (ending in /v1) serving `model`.
+
+    The API key comes from `SERC_LM_API_KEY` at call time; it is never stored in the engine's
+    state, a trace or an error message.
+    """
+
+    def __init__(self, kind: str, url: str, model: str, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 max_list_items: int = DEFAULT_MAX_LIST_ITEMS):
+        if not url.startswith(("http://", "https://")):
+            raise BackendError(f"server URL must start with http:// or https://, got {url!r}")
+        if not model:
+            raise BackendError("a server LM needs a model name (the one the server serves)")
+        self.kind, self.url, self.request_model = kind, url.rstrip("/"), model
+        self.timeout = timeout
+        self.max_list_items = max_list_items
+        self.name = f"{kind}/{model}"
+
+    def send(self, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(API_KEY_ENV)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        http = urllib.request.Request(f"{self.url}/chat/completions", method="POST",
+                                      data=json.dumps(body).encode("utf-8"), headers=headers)
+        try:
+            with urllib.request.urlopen(http, timeout=self.timeout) as reply:
+                return json.loads(reply.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            kind = lm15.AuthError if exc.code in (401, 403) else (
+                lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError)
+            raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise lm15.TransportError(f"{self.name}: cannot reach {self.url}: {reason}") from None
+        except json.JSONDecodeError as exc:
+            raise lm15.ServerError(f"{self.name}: the server's reply is not JSON ({exc})") from None
+
+    def dump_state(self) -> dict[str, Any]:
+        return {"kind": self.kind, "url": self.url, "model": self.request_model,
+                "timeout": self.timeout, "max_list_items": self.max_list_items}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> HttpChatEngine:
+        return cls(state["kind"], state["url"], state["model"],
+                   timeout=state.get("timeout", DEFAULT_TIMEOUT_S),
+                   max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS))
+
+
+class AsyncHttpChatEngine(ThreadedAsyncEngine):
+    sync_class = HttpChatEngine

@@ -1,0 +1,97 @@
+"""Entity descriptors for the firewall, compared deterministically before any judge is asked.
+
+A small model's slips are predictable: it echoes the requested format ("Name (Characteristic)"),
+leaves a field empty, or spells one name two ways. None of that may throw a caller's draft
+away, so a descriptor is checked for usability and two names are compared as text first; the
+LM judge only decides between two usable descriptors whose names differ.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from pydantic import BaseModel
+
+# What a model writes when it echoes the format or has nothing to say.
+_PLACEHOLDERS = {
+    "", "name", "names", "entity", "the entity", "subject", "the subject", "person", "unknown",
+    "none", "n a", "na", "null", "not specified", "not mentioned", "not applicable", "empty",
+    "no entity", "no name", "characteristic", "name characteristic", "proper name",
+}
+_TITLES = {"dr", "mr", "mrs", "ms", "miss", "prof", "professor", "sir", "dame", "madame", "mme",
+           "lord", "lady", "the"}
+
+
+class Descriptor(BaseModel):
+    """`Name (Characteristic)`, kept as two fields so neither has to be parsed out of text."""
+
+    name: str = ""
+    characteristic: str = ""
+
+    @classmethod
+    def of(cls, name: str | None, characteristic: str | None) -> Descriptor:
+        """A cleaned descriptor: format echoes and placeholders become empty fields."""
+        name = _strip_echo(name)
+        characteristic = _strip_echo(characteristic)
+        if _folded(characteristic) in _PLACEHOLDERS:
+            characteristic = ""
+        return cls(name=name, characteristic=characteristic)
+
+    @property
+    def usable(self) -> bool:
+        """A descriptor with a real proper name (an empty or echoed one never triggers a reset)."""
+        return normalize_name(self.name) not in _PLACEHOLDERS
+
+    def __str__(self) -> str:
+        if not self.name:
+            return ""
+        return f"{self.name} ({self.characteristic})" if self.characteristic else self.name
+
+
+def _strip_echo(text: str | None) -> str:
+    text = " ".join((text or "").split()).strip(" \"'`.,;:")
+    # "Marie Curie (Characteristic)" -> "Marie Curie": a parenthesis that only echoes the format.
+    text = re.sub(r"\s*\((characteristic|name|entity)\)\s*$", "", text, flags=re.I)
+    return text
+
+
+def _folded(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text or "")
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).replace("_", " ").split())
+
+
+def normalize_name(name: str) -> str:
+    """Case, accents, punctuation, titles and any parenthetical removed: 'Dr. Marie Curie' ->
+    'marie curie'; 'Skłodowska' -> 'sklodowska'."""
+    name = re.sub(r"\([^)]*\)", " ", name or "")
+    name = name.replace("ł", "l").replace("Ł", "L").replace("ø", "o").replace("ß", "ss")
+    words = [w for w in _folded(name).split() if w not in _TITLES]
+    return " ".join(words)
+
+
+def same_name(first: str, second: str) -> bool:
+    """True when two names are the same after normalisation, or one full name (two words or
+    more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie')."""
+    a, b = normalize_name(first).split(), normalize_name(second).split()
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) < 2:
+        return False
+    position = 0
+    for word in long_:
+        if position < len(short) and word == short[position]:
+            position += 1
+    return position == len(short)
+
+
+def more_specific(first: Descriptor, second: Descriptor) -> Descriptor:
+    """Prefer a usable descriptor that carries a characteristic, then the longer one."""
+    candidates = [d for d in (first, second) if d.usable]
+    if not candidates:
+        return Descriptor()
+    return max(candidates, key=lambda d: (bool(d.characteristic), len(str(d))))

@@ -1,0 +1,94 @@
+"""The entity firewall's hardening, one test per branch, under a scripted LM."""
+
+import dspy
+import pytest
+from scripted import CountingRetriever, entity, scripted_lm
+from test_serc import DRAFT, handlers
+
+from serc_dspy import SERC
+from serc_dspy.entities import Descriptor, normalize_name, same_name
+
+GROUNDED = "Marie Curie was a physicist and chemist born in Warsaw who won two Nobel Prizes."
+
+
+def decode(draft=DRAFT, **overrides):
+    lm, engine = scripted_lm(handlers(**overrides))
+    program = SERC(retriever=CountingRetriever())
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question="Tell me a bio of Marie Curie.", draft=draft)
+    return prediction.trace, engine
+
+
+def test_same_normalised_name_passes_without_a_judge_call():
+    trace, engine = decode(AnswerEntity=lambda i: entity("Dr. Marie  Curie", "physicist"),
+                           EvidenceEntity=lambda i: entity("marie curie", "chemist"))
+    assert trace.firewall.same_entity is True and not trace.firewall.reset
+    assert "no judge call" in trace.firewall.decision
+    assert engine.of("SameEntity") == [] and engine.of("GroundedAnswer") == []
+    assert trace.received == DRAFT
+
+
+@pytest.mark.parametrize("evidence", [entity(""), entity("Name", "Characteristic"),
+                                      entity("Unknown"), entity("N/A")])
+def test_an_unusable_evidence_descriptor_never_resets(evidence):
+    trace, engine = decode(EvidenceEntity=lambda i: evidence,
+                           SameEntity=lambda i: {"analysis": "Different.", "same": "NO"})
+    assert not trace.firewall.reset and engine.of("SameEntity") == []
+    assert "evidence descriptor is empty or a placeholder" in trace.firewall.decision
+    assert trace.received == DRAFT
+    assert any(e.phase == "firewall" and e.kind == "fallback" for e in trace.events)
+
+
+def test_an_echoed_format_is_stripped_and_then_names_match():
+    trace, engine = decode(EvidenceEntity=lambda i: entity("Marie Curie (Characteristic)",
+                                                           "Characteristic"))
+    assert trace.firewall.evidence_entity == "Marie Curie"
+    assert trace.firewall.same_entity and engine.of("SameEntity") == []
+    assert trace.received == DRAFT
+
+
+def test_different_names_go_to_the_judge_and_a_yes_keeps_the_draft():
+    trace, engine = decode(AnswerEntity=lambda i: entity("Maria Skłodowska", "physicist"),
+                           EvidenceEntity=lambda i: entity("Marie Curie", "chemist"))
+    assert len(engine.of("SameEntity")) == 1
+    assert trace.firewall.same_entity is True and not trace.firewall.reset
+    assert "judge found the same entity" in trace.firewall.decision
+    assert trace.received == DRAFT
+
+
+def test_a_judged_mismatch_of_two_usable_descriptors_resets_and_keeps_the_replaced_draft():
+    trace, engine = decode(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
+                           SameEntity=lambda i: {"analysis": "Another person.", "same": "NO"})
+    firewall = trace.firewall
+    assert firewall.reset and firewall.same_entity is False
+    assert firewall.decision.startswith("reset:") and "Pierre Curie" in firewall.decision
+    assert firewall.replaced_answer == DRAFT
+    assert trace.received == GROUNDED and trace.subject == "Pierre Curie (physicist)"
+    assert len(engine.of("GroundedAnswer")) == 1
+
+
+def test_a_failing_judge_passes_and_is_logged():
+    def broken(inputs):
+        raise RuntimeError("judge crashed")
+
+    trace, _ = decode(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
+                      SameEntity=broken)
+    assert not trace.firewall.reset and trace.received == DRAFT
+    assert "judge failed" in trace.firewall.decision
+    assert any(e.kind == "error" and e.phase == "firewall" for e in trace.errors)
+
+
+def test_an_empty_answer_descriptor_passes():
+    trace, engine = decode(AnswerEntity=lambda i: entity(""),
+                           SameEntity=lambda i: {"analysis": "x", "same": "NO"})
+    assert not trace.firewall.reset and engine.of("SameEntity") == []
+    assert "answer descriptor" in trace.firewall.decision
+
+
+def test_name_helpers():
+    assert normalize_name("Dr. Maria Skłodowska-Curie (physicist)") == "maria sklodowska curie"
+    assert same_name("Marie Curie", "Marie Skłodowska Curie")
+    assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
+    assert not same_name("Marie Curie", "Pierre Curie")
+    assert str(Descriptor.of("Marie Curie", "Characteristic")) == "Marie Curie"
+    assert not Descriptor.of("  name ", "").usable
