@@ -1,7 +1,7 @@
 """Print a markdown table of LM calls, tokens and time per method on the example draft.
 
 Every method decodes the same draft (examples/draft.txt) over the same corpus with the same LM,
-so the rows differ only by the method. Default LM: the embedded SmolLM2-135M.
+so the rows differ only by the method. Default LM: the offline default (qwen1.5b).
 """
 
 import argparse

@@ -6,18 +6,16 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from serc_dspy.errors import UserError
+from serc_dspy.arguments import positive
+from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-
-
-class CliError(Exception):
-    """A user-facing problem: printed as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +71,7 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
                          help="a different LM for one stage (generate, firewall, decompose, "
                               "verify, correct, rewrite, polish); repeatable")
-    command.add_argument("--max-tokens", type=_positive, default=None,
+    command.add_argument("--max-tokens", type=positive, default=None,
                          help="max new tokens per call (default: the model's, else 512)")
     command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
     command.add_argument("--no-retrieval", action="store_true",
@@ -81,30 +79,48 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--density", choices=["sentence", "atomic"], default=None,
                          help="'atomic' = one check node per fact (High-Density)")
     command.add_argument("--max-facts-per-check", type=int, default=5)
-    command.add_argument("--top-k", type=_positive, default=None,
+    command.add_argument("--queries", choices=["lm", "facts"], default=None,
+                         help="check-node search queries: 'lm' writes them (the paper), 'facts' "
+                              "searches with the facts (default for the offline models)")
+    command.add_argument("--evidence", choices=["summary", "passages"], default=None,
+                         help="'summary': the LM summarises passages into evidence (the paper); "
+                              "'passages': verdicts read the passages (offline models' default)")
+    command.add_argument("--verdicts", choices=["check", "fact"], default=None,
+                         help="'check': one verdict call per check node; 'fact': one call per "
+                              "fact that quotes its evidence (offline models' default)")
+    command.add_argument("--top-k", type=positive, default=None,
                          help="passages per query (default: the model's CPU default, else 8)")
-    command.add_argument("--context-chars", type=_positive, default=None,
+    command.add_argument("--context-chars", type=positive, default=None,
                          help="cap on retrieved context per query (default: the model's CPU "
                               "default, else 20000)")
-    command.add_argument("--workers", type=_positive, default=None,
+    command.add_argument("--workers", type=positive, default=None,
                          help="concurrent LM calls (default: the engine's slots, else 4)")
     command.add_argument("--compiled", metavar="PATH_OR_NAME",
                          help="SERC methods: apply a compiled state saved by `serc compile` "
                               "(a .json path, or a packaged name such as verify_smollm2)")
+    command.add_argument("--deadline", type=positive, default=None, metavar="SECONDS",
+                         help="overall time limit; steps not started by then degrade (logged)")
+    command.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
+                         help="per-call timeout of a server LM (default 300)")
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
     command.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
+def check_writable(path: str, option: str) -> Path:
+    """Refuse an output path before minutes of work, not after."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UserError(f"{option} {path} is a folder; give a file path")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UserError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserError(f"{option} {path} is not writable")
+    return target
+
+
 
 
 def _read_draft(path: str) -> str:
@@ -113,9 +129,9 @@ def _read_draft(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise CliError(f"draft file not found: {path}") from exc
+        raise UserError(f"draft file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"cannot read draft file {path}: {exc}") from exc
+        raise UserError(f"cannot read draft file {path}: {exc}") from exc
 
 
 def _build_retriever(args, needs_retriever: bool):
@@ -125,13 +141,13 @@ def _build_retriever(args, needs_retriever: bool):
     if not needs_retriever or (args.no_retrieval and not (args.corpus or args.search)):
         return None
     if args.corpus and args.search:
-        raise CliError("pass either --corpus or --search, not both")
+        raise UserError("pass either --corpus or --search, not both")
     if args.search:
         retriever = web_search(args.search)
     elif args.corpus:
         retriever = LocalCorpus(args.corpus)
     else:
-        raise CliError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
+        raise UserError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
                        "files or a .jsonl), --search tavily, or --no-retrieval to verify "
                        "without retrieval")
     return maybe_cached(retriever, args.cache)
@@ -140,7 +156,7 @@ def _build_retriever(args, needs_retriever: bool):
 def _build_lm(args):
     from serc_dspy.backends import lm_from_spec
 
-    return lm_from_spec(args.lm, max_tokens=args.max_tokens,
+    return lm_from_spec(args.lm, max_tokens=args.max_tokens, timeout=args.lm_timeout,
                         progress=None if args.quiet else _assembly_progress)
 
 
@@ -189,17 +205,21 @@ def run(args) -> int:
     from serc_dspy.programs import build_method, get_method
 
     apply_run_defaults(args)
+    if args.trace:
+        check_writable(args.trace, "--trace")
     if args.command == "ask":
         question, draft = args.question, None
     else:
         question, draft = args.question, _read_draft(args.draft)
         if not draft.strip():
-            raise CliError(f"draft file is empty: {args.draft}")
+            raise UserError(f"draft file is empty: {args.draft}")
     if not question or not question.strip():
-        raise CliError("the question is empty")
+        raise UserError("the question is empty")
     method = get_method(args.method)
+    if args.compiled is not None and not args.compiled.strip():
+        raise UserError("--compiled is empty: give a .json path or a packaged state name")
     if args.compiled and method.program.__name__ != "SERC":
-        raise CliError(f"--compiled applies to the SERC methods only, not {args.method!r}")
+        raise UserError(f"--compiled applies to the SERC methods only, not {args.method!r}")
     needs_retriever = method.needs_retriever and not (
         args.no_retrieval and method.program.__name__ == "SERC")
     retriever = _build_retriever(args, needs_retriever)
@@ -212,11 +232,15 @@ def run(args) -> int:
         **({"density": args.density} if args.density else {}),
         **({"compiled": args.compiled} if args.compiled else {}),
         max_facts_per_check=args.max_facts_per_check,
+        queries=args.queries,
+        evidence=args.evidence,
+        verdicts=args.verdicts,
         top_k=args.top_k,
         context_chars=args.context_chars,
         max_workers=args.workers,
         lms=_build_stage_lms(args),
         progress=progress,
+        deadline_s=args.deadline,
     )
     lm = _build_lm(args)
     started = time.monotonic()
@@ -227,6 +251,10 @@ def run(args) -> int:
     seconds = time.monotonic() - started
     if args.trace:
         Path(args.trace).write_text(trace.to_json(), encoding="utf-8")
+    if trace.status == "failed":
+        for event in trace.errors[:3]:
+            print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
+        raise DecodingFailed(f"nothing was corrected: {trace.failure}")
     if args.json:
         payload = {
             "answer": prediction.answer,
@@ -267,15 +295,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handler = getattr(args, "handler", None)
         return handler(args) if handler is not None else run(args)
-    except (CliError, UserError) as exc:
-        message = " ".join(str(exc).split()) if isinstance(exc, CliError) else str(exc)
-        print(f"serc: error: {message}", file=sys.stderr)
+    except UserError as exc:
+        print(f"serc: error: {redact(one_line(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except DecodingFailed as exc:
+        print(f"serc: failed: {redact(one_line(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print("serc: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the last line of defence: one line, not a traceback
-        print(f"serc: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"serc: failed: {describe(exc)}", file=sys.stderr)
         return EXIT_FAILURE
 
 

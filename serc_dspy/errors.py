@@ -1,13 +1,64 @@
-"""The package's user-facing error: anything the caller can fix by changing an input.
+"""The package's error vocabulary, and the one place where an exception becomes text.
 
-The CLI prints these as one line with exit status 2; other exceptions are bugs or outages.
+Two kinds of failure, handled differently everywhere:
+- **abort** — `UserError` and its family: bad input, configuration or files (no LM, a
+  retriever with the wrong signature, a rejected key). The caller can fix it; it always
+  propagates, and the CLI prints it as one line with exit status 2.
+- **degrade** — anything else inside a step (an unreachable LM, unparseable output, a search
+  outage): the step falls back as the failure policy says, and the trace records an event.
+  A run in which nothing could be verified is a failure (`DecodingFailed`, exit status 1).
+
+`describe` turns any exception into one line with every configured secret redacted, so a key
+that a server echoes back in an error body never reaches a trace, a results file or stderr.
 """
+
+from __future__ import annotations
+
+import os
+import re
 
 
 class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
 
 
+class DecodingFailed(RuntimeError):
+    """Nothing was verified (every check failed, or the LM could not be reached).
+
+    Raised by a program built with `on_error="raise"`; with `on_error="degrade"` the prediction
+    comes back with `trace.status == "failed"` and `trace.failure` saying why.
+    """
+
+    def __init__(self, message: str, trace=None):
+        super().__init__(message)
+        self.trace = trace
+
+
+_SECRET_NAME = re.compile(r"(API_KEY|APIKEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+MIN_SECRET_CHARS = 8
+
+
+def configured_secrets() -> list[str]:
+    """Values of environment variables that hold keys (`*_API_KEY`, `*_TOKEN`, `*_SECRET`...)."""
+    values = {value for name, value in os.environ.items()
+              if _SECRET_NAME.search(name) and len(value or "") >= MIN_SECRET_CHARS}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every configured secret, and any bearer token, replaced by `[redacted]`."""
+    text = str(text)
+    for secret in configured_secrets():
+        text = text.replace(secret, "[redacted]")
+    return _BEARER.sub(r"\1[redacted]", text)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def describe(exc: BaseException) -> str:
-    """`Type: message`, the one-line form failures take in traces, events and results files."""
-    return f"{type(exc).__name__}: {exc}"
+    """`Type: message` on one line, secrets redacted: the form failures take in traces, events,
+    results files and CLI errors."""
+    return redact(one_line(f"{type(exc).__name__}: {exc}"))

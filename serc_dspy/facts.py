@@ -26,6 +26,7 @@ MIN_FACT_WORDS = 3
 MAX_UNGROUNDED_SHARE = 0.25
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.)])\s+")
 _PLACEHOLDER = re.compile(r"^(?:atomic\s+)?(?:fact|statement|claim)s?\s*\d*$|^n/?a$|^none$|"
                           r"^\.+$|^unknown$", re.IGNORECASE)
@@ -58,6 +59,8 @@ def split_fact(text: str) -> list[str]:
     text = _LIST_MARK.sub("", " ".join(str(text or "").split())).strip(" \"'`")
     if not text:
         return []
+    if not _SENTENCE_BREAK.search(text):
+        return [text]
     parts = split_sentences(text)
     return [p.strip() for p in parts if p.strip()] if len(parts) > 1 else [text]
 
@@ -115,3 +118,72 @@ def clean_facts(facts, sentence: str, subject: str) -> tuple[list[str], list[tup
             else:
                 kept.append(fact)
     return kept, dropped
+
+
+# A quote "is about the same event" as a claim when this share of one side's content words
+# occurs in the other.
+SAME_EVENT_SHARE = 0.5
+
+
+def _key_terms(words: list[str], skip: set[str]) -> tuple[set[str], set[str]]:
+    """Numbers, and capitalised words that are not sentence starts or function words."""
+    numbers, names = set(), set()
+    for position, word in enumerate(words):
+        if _is_number(word):
+            numbers.add(word)
+        elif (word[0].isupper() and word.lower() not in _STOP and position > 0
+              and word.lower() not in skip):
+            names.add(word.lower())
+    return numbers, names
+
+
+def substituted_detail(claim: str, quote: str, subject: str) -> str | None:
+    """The detail a cited evidence sentence gives another value for, or None.
+
+    Small verifiers quote the right sentence and still answer SUPPORTED ("born in Kraków"
+    against "born ... in Warsaw"). When the quote is about the same event (half its content
+    words shared, and the same date if the claim has one) and both sides carry a number, or a
+    name, that the other lacks, the quote substitutes that detail: the claim is contradicted.
+    """
+    claim_words, quote_words = _words(claim), _words(quote)
+    skip = {w.lower() for w in _words(subject)}
+
+    def content(words: list[str]) -> set[str]:
+        return {_stem(w) for w in words if w.lower() not in _STOP and w.lower() not in skip
+                and (len(w) > 2 or _is_number(w))}
+
+    c_words, q_words = content(claim_words), content(quote_words)
+    if not c_words or not q_words:
+        return None
+    shared = len(c_words & q_words)
+    if max(shared / len(c_words), shared / len(q_words)) < SAME_EVENT_SHARE:
+        return None
+    c_numbers, c_names = _key_terms(claim_words, skip)
+    q_numbers, q_names = _key_terms(quote_words, skip)
+    q_name_stems = {_stem(n) for n in q_names}
+    c_name_stems = {_stem(n) for n in c_names}
+    if c_numbers - q_numbers and q_numbers - c_numbers:
+        return (f"the evidence says {', '.join(sorted(q_numbers - c_numbers))} where the claim "
+                f"says {', '.join(sorted(c_numbers - q_numbers))}")
+    claim_only = {n for n in c_names if _stem(n) not in q_name_stems}
+    quote_only = {n for n in q_names if _stem(n) not in c_name_stems}
+    anchored = not c_numbers or bool(c_numbers & q_numbers)  # a dated claim, a dated quote
+    if claim_only and quote_only and anchored:
+        return (f"the evidence says {', '.join(sorted(quote_only))} where the claim says "
+                f"{', '.join(sorted(claim_only))}")
+    return None
+
+
+def unstated_details(sentence: str, facts: list[str], subject: str) -> str | None:
+    """Why a rewritten sentence is not a faithful statement of its facts, or None.
+
+    It must keep every number and name of its facts, and add none the facts do not have.
+    """
+    source = " ".join(facts)
+    added = ungrounded(sentence, source, subject)
+    if added and not added.startswith("word"):
+        return f"it adds {added.split(' not in')[0]}"
+    have = {w.lower() for w in _words(sentence)}
+    lost = sorted({w for w in _words(source) if (_is_number(w) or w[0].isupper())
+                   and w.lower() not in have and w.lower() not in _STOP})
+    return f"it drops {', '.join(lost)}" if lost else None

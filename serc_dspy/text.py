@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from functools import lru_cache
+import threading
 
 # Phrases a model uses when it declines or knows nothing; matched at the start of the answer or
 # anywhere for the unambiguous ones, so a biography that merely mentions "unknown" is not hit.
@@ -24,6 +25,37 @@ SHORT_ANSWER_CHARS = 50
 SHORT_SENTENCE_CHARS = 10
 
 
+_FIELD_MARKER = re.compile(r"\[\[\s*##|##\s*\]\]")
+
+
+def clean_tree(value):
+    """`clean_text` applied to every string inside parsed JSON (keys included)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k) if isinstance(k, str) else k: clean_tree(v)
+                for k, v in value.items()}
+    return value
+
+
+def parse_json(text: str | bytes):
+    """`json.loads` for untrusted files: lone surrogates cleaned, and nesting too deep to parse
+    refused as a `json.JSONDecodeError` (callers already handle it) instead of RecursionError."""
+    try:
+        return clean_tree(json.loads(text))
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", str(text[:40]), 0) from None
+
+
+def defang(text: str) -> str:
+    """Untrusted text (passages, drafts) with DSPy's field markers broken up and surrogates
+    cleaned, so a passage cannot open a `[[ ## field ## ]]` of its own inside a prompt."""
+    return _FIELD_MARKER.sub(lambda m: m.group(0).replace("[[", "[ [").replace("]]", "] ]"),
+                             clean_text(text or ""))
+
+
 def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120) -> bool:
     """True when a rewrite is far longer than what it was written from.
 
@@ -32,6 +64,16 @@ def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120
     which small models produce, not a restatement.
     """
     return len(output) > ratio * len(source) + slack
+
+
+def drifted(output: str, source: str, *, min_overlap: float = 0.4) -> bool:
+    """True when a rewrite shares too few content words with what it was written from: a polish
+    may reorder and merge, never change the topic."""
+    def words(text: str) -> set[str]:
+        return {w for w in normalise(text).split() if len(w) > 3}
+
+    wanted = words(source)
+    return bool(wanted) and len(words(output) & wanted) < min_overlap * len(wanted)
 
 
 def is_refusal(text: str) -> bool:
@@ -45,11 +87,27 @@ def needs_cold_start(text: str) -> bool:
     return is_refusal(stripped) or len(stripped) < SHORT_ANSWER_CHARS
 
 
-@lru_cache(maxsize=1)
-def _segmenter():
-    import pysbd
+_local = threading.local()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-    return pysbd.Segmenter(language="en", clean=False)
+
+def _segmenter():
+    """One pysbd Segmenter per thread: it keeps the text being split on the instance, so a
+    shared one hands threads each other's sentences (52 of 400 concurrent calls did)."""
+    segmenter = getattr(_local, "segmenter", None)
+    if segmenter is None:
+        import pysbd
+
+        segmenter = _local.segmenter = pysbd.Segmenter(language="en", clean=False)
+    return segmenter
+
+
+def clean_text(text: str) -> str:
+    """Text safe to store and print: lone surrogates (from broken escapes such as "\\udcff"
+    in JSON, or undecodable bytes) become U+FFFD instead of crashing a JSON writer later."""
+    if not isinstance(text, str):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def split_sentences(text: str) -> list[str]:

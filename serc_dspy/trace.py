@@ -12,7 +12,9 @@ from pydantic import BaseModel, Field
 
 Verdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_FOUND"]
 FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected"]
-AnswerStatus = Literal["decoded", "no_info", "fallback"]
+AnswerStatus = Literal["decoded", "no_info", "fallback", "failed"]
+"""decoded: checks ran and produced verdicts; no_info: nothing to answer from; failed: nothing
+could be verified (the LM or the retriever failed throughout) and the answer is not a correction."""
 
 TRACE_FORMAT_VERSION = 1
 
@@ -40,6 +42,8 @@ class Fact(BaseModel):
     sentence: int
     check: str | None = None
     verdict: Verdict | None = None
+    quote: str | None = None
+    """The evidence sentence the verdict rests on, when the verifier cites one."""
     correction: str | None = None
     status: FactStatus = "pending"
 
@@ -85,7 +89,10 @@ class Correction(BaseModel):
 
 
 class StepUsage(BaseModel):
+    """LM calls made (failed ones included, and also counted in `failed`) and their tokens."""
+
     calls: int = 0
+    failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -95,6 +102,7 @@ class StepUsage(BaseModel):
 
     def add(self, other: StepUsage) -> None:
         self.calls += other.calls
+        self.failed += other.failed
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
 
@@ -166,6 +174,8 @@ class Trace(BaseModel):
     draft_given: bool = False
     cold_start: bool = False
     status: AnswerStatus = "decoded"
+    failure: str | None = None
+    """Why the run failed (status "failed"), in one line."""
     subject: str = ""
     firewall: Firewall = Field(default_factory=Firewall)
     sentences: list[Sentence] = Field(default_factory=list)

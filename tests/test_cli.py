@@ -24,6 +24,8 @@ def _handlers():
         "EvidenceSummary": lambda i: {"evidence": "Born in Warsaw; studied at the Sorbonne."},
         "JudgeFact": lambda i: {"verdict": "CONTRADICTED" if "Kraków" in i["claim"]
                                 else "SUPPORTED"},
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": "CONTRADICTED"
+                                    if "Kraków" in i["claim"] else "SUPPORTED"},
         "CorrectFacts": lambda i: {"corrections": [
             {"original": f, "fixed": f.replace("Kraków", "Warsaw")}
             for f in i["erroneous_facts"]]},

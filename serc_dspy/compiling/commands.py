@@ -44,8 +44,8 @@ def register(subparsers) -> None:
                               "file for --stage verify")
     command.add_argument("--out", required=True, metavar="PATH",
                          help="where to save the compiled state (.json)")
-    command.add_argument("--lm", default="local",
-                         help="LM to use: 'local' (embedded SmolLM2) or 'local=PATH.gguf'")
+    command.add_argument("--lm", default=None,
+                         help="LM spec (default qwen1.5b; smollm2, local=PATH.gguf, ...)")
     command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
     command.add_argument("--demos", type=int, default=DEFAULT_DEMOS, metavar="K",
                          help=f"few-shot demos per predictor (default {DEFAULT_DEMOS})")

@@ -68,7 +68,7 @@ import dspy
 
 from serc_dspy.errors import UserError
 from serc_dspy.signatures import FactFix
-from serc_dspy.text import normalise, similarity
+from serc_dspy.text import normalise, parse_json, similarity
 
 VERDICT_LABELS = ("SUPPORTED", "CONTRADICTED", "NOT_FOUND")
 STANCE_TO_VERDICT = {
@@ -120,7 +120,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
             if not isinstance(row, dict):

@@ -49,6 +49,7 @@ import dspy
 import pydantic
 
 from serc_dspy.errors import UserError
+from serc_dspy.text import parse_json
 
 FORMAT = "serc-dspy-compiled-state"
 FORMAT_VERSION = 1
@@ -243,6 +244,20 @@ def _umask() -> int:
 
 
 # -- load ----------------------------------------------------------------------------------------
+def _check_stage_state(path: Path, name: str, stage: Any) -> None:
+    """Refuse a stage whose saved state DSPy would accept but misapply: demos that are not a
+    list of objects, instructions that are not text."""
+    if not isinstance(stage, dict):
+        raise CompiledStateError(f"{path}: stage {name!r} state must be an object")
+    demos = stage.get("demos", [])
+    if not isinstance(demos, list) or not all(isinstance(d, dict) for d in demos):
+        raise CompiledStateError(f"{path}: stage {name!r} has 'demos' that are not a list of "
+                                 "objects")
+    signature = stage.get("signature", {})
+    if not isinstance(signature, dict) or not isinstance(signature.get("instructions", ""), str):
+        raise CompiledStateError(f"{path}: stage {name!r} has a malformed signature state")
+
+
 def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a compiled-state document (format, version, layout); apply nothing."""
     path = resolve_compiled(path_or_name)
@@ -251,7 +266,7 @@ def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as exc:
         raise CompiledStateError(f"cannot read compiled state {path}: {exc}") from exc
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = parse_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CompiledStateError(f"{path} is not a JSON compiled state ({exc})") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
@@ -272,6 +287,7 @@ def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     for name, info in stages.items():
         if not isinstance(info, dict) or "hash" not in info or name not in state:
             raise CompiledStateError(f"{path}: malformed compiled state for stage {name!r}")
+        _check_stage_state(path, name, state[name])
     document["path"] = str(path)
     return document
 

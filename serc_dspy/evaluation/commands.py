@@ -13,15 +13,15 @@ Registered into the `serc` parser by `serc_dspy.cli` through `register(subparser
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from serc_dspy.arguments import non_negative, positive
 from serc_dspy.errors import UserError
 
-DEFAULT_LM = "local"
+DEFAULT_LM = None  # the offline default model (qwen1.5b); see backends/spec.py
 
 
 def register(subparsers) -> None:
@@ -38,24 +38,6 @@ def _build_lm(spec: str, max_tokens: int):
     return lm_from_spec(spec, max_tokens=max_tokens)
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {number}")
-    return number
 
 
 def _open_knowledge(path: str):
@@ -82,7 +64,7 @@ def _register_run(subparsers) -> None:
     run.add_argument("--dataset-path", required=True, help="the dataset file")
     run.add_argument("--drafts", help="FActScore-format JSONL whose outputs become the drafts "
                                       "of bio items (matched by topic)")
-    run.add_argument("--limit", type=_non_negative, help="only the first N items")
+    run.add_argument("--limit", type=non_negative, help="only the first N items")
     run.add_argument("--out", required=True, help="results file, e.g. results/RUN.jsonl")
     source = run.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="retrieve from a local corpus (folder, .txt/.md, .jsonl)")
@@ -92,14 +74,16 @@ def _register_run(subparsers) -> None:
                         help="web search (the paper's Tavily settings; key from TAVILY_API_KEY)")
     run.add_argument("--cache", metavar="FILE",
                      help="cache retrieval results in this SQLite file (reruns are offline)")
-    run.add_argument("--lm", default=DEFAULT_LM, help="LM spec (default: local)")
-    run.add_argument("--max-tokens", type=_positive, default=512, help="max new tokens per call")
-    run.add_argument("--workers", type=_positive, default=1, help="items run concurrently")
-    run.add_argument("--method-workers", type=_positive, default=2,
-                     help="concurrent calls inside one item (check nodes, sentences)")
-    run.add_argument("--top-k", type=_positive, default=8, help="passages per query")
-    run.add_argument("--context-chars", type=_positive, default=20_000,
-                     help="cap on retrieved context per query")
+    run.add_argument("--lm", default=DEFAULT_LM, help="LM spec (default: qwen1.5b)")
+    run.add_argument("--max-tokens", type=positive, default=None,
+                     help="max new tokens per call (default: the model's, else 512)")
+    run.add_argument("--workers", type=positive, default=1, help="items run concurrently")
+    run.add_argument("--method-workers", type=positive, default=None,
+                     help="concurrent calls inside one item (default: the engine's slots)")
+    run.add_argument("--top-k", type=positive, default=None,
+                     help="passages per query (default: the model's CPU default, else 8)")
+    run.add_argument("--context-chars", type=positive, default=None,
+                     help="cap on retrieved context per query (default: the model's, else 20000)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=run_command)
 
@@ -123,10 +107,15 @@ def _retriever(args, needs: bool):
 
 
 def run_command(args) -> int:
+    from serc_dspy.backends.spec import apply_run_defaults, run_defaults
     from serc_dspy.evaluation.datasets import load_dataset
     from serc_dspy.evaluation.runner import run_experiment
     from serc_dspy.programs import get_method
 
+    apply_run_defaults(args)
+    defaults = run_defaults(args.lm)
+    if args.method_workers is None:
+        args.method_workers = defaults["workers"]
     method = get_method(args.method)
     items = load_dataset(args.dataset, args.dataset_path, drafts=args.drafts)
     if args.limit is not None:
@@ -143,6 +132,8 @@ def run_command(args) -> int:
         meta={"dataset_path": str(args.dataset_path), "drafts": args.drafts,
               "lm_spec": args.lm, "max_tokens": args.max_tokens},
         top_k=args.top_k, context_chars=args.context_chars, max_workers=args.method_workers,
+        queries=defaults["queries"], evidence=defaults["evidence"],
+        verdicts=defaults["verdicts"],
     )
     print(f"{args.method} on {args.dataset}: {summary.completed} run "
           f"({summary.failed} failed), {summary.skipped} already done, "
@@ -163,19 +154,19 @@ def _register_eval(subparsers) -> None:
     ev.add_argument("--metric", required=True, choices=["factscore", "truthfulqa"])
     ev.add_argument("--knowledge", help="factscore: SQLite .db (FActScore layout) or .json")
     ev.add_argument("--evaluator-lm", default=DEFAULT_LM,
-                    help="factscore: LM that splits facts and judges support (default local)")
+                    help="factscore: LM that splits facts and judges support (default qwen1.5b)")
     ev.add_argument("--length-penalty", action="store_true",
                     help="factscore: apply FActScore's length penalty (gamma)")
-    ev.add_argument("--gamma", type=_positive, default=10, help="length-penalty gamma")
-    ev.add_argument("--k", type=_positive, default=5, help="factscore: passages per fact")
+    ev.add_argument("--gamma", type=positive, default=10, help="length-penalty gamma")
+    ev.add_argument("--k", type=positive, default=5, help="factscore: passages per fact")
     ev.add_argument("--dataset-path", help="truthfulqa: the TruthfulQA CSV")
     ev.add_argument("--judge-lm", action="extend", nargs="+", metavar="SPEC",
                     help="truthfulqa: judge LM spec(s); several are averaged "
                          "(default: --evaluator-lm)")
-    ev.add_argument("--attempts", type=_positive, default=2,
+    ev.add_argument("--attempts", type=positive, default=2,
                     help="tries per judgment before it is recorded as an error")
-    ev.add_argument("--max-tokens", type=_positive, default=512, help="max new tokens per call")
-    ev.add_argument("--workers", type=_positive, default=1, help="items scored concurrently")
+    ev.add_argument("--max-tokens", type=positive, default=512, help="max new tokens per call")
+    ev.add_argument("--workers", type=positive, default=1, help="items scored concurrently")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(handler=eval_command)
 

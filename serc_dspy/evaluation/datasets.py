@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError
+from serc_dspy.text import parse_json
 
 DATASETS = ("bio", "truthfulqa", "factscore")
 BIO_TEMPLATE = "Tell me a bio of {entity}."
@@ -130,7 +131,7 @@ def _jsonl_rows(path: str | os.PathLike[str], what: str) -> list[tuple[int, dict
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path} line {number}: invalid JSON ({exc.msg})") from exc
         if not isinstance(row, dict):

@@ -24,6 +24,7 @@ from serc_dspy.evaluation.runner import (
     sibling,
     truthfulqa_summary,
 )
+from serc_dspy.text import parse_json
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
                    ".truthfulqa.jsonl", ".meta.json")
@@ -54,7 +55,7 @@ def run_path_of(path: str | os.PathLike[str]) -> Path:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}

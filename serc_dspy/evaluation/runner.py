@@ -45,6 +45,7 @@ from serc_dspy.evaluation.metrics import (
     summarize_truthfulqa,
 )
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
+from serc_dspy.text import parse_json
 from serc_dspy.trace import Trace, Usage
 
 RESULTS_SUFFIX = ".jsonl"
@@ -72,7 +73,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict):
@@ -89,8 +90,32 @@ class JsonlStore:
         self.dropped_failed = 0
         self.dropped_torn = 0
 
+    def claim(self) -> None:
+        """Become the file's only writer (an advisory lock the OS drops if the process dies).
+
+        Two runs on one file would compute everything twice and make scoring double-count.
+        """
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path.with_name(self.path.name + ".lock"), "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise UserError(f"another process is writing {self.path}; wait for it to finish "
+                            "or use another output file") from None
+        self._claim = handle
+
+    def close(self) -> None:
+        handle = getattr(self, "_claim", None)
+        if handle is not None:
+            handle.close()
+            self._claim = None
+
     def resume(self, *, retry_failed: bool = True) -> dict[str, dict[str, Any]]:
-        """Compact the file (see module docs) and return the kept records by id."""
+        """Claim the file, compact it (see module docs) and return the kept records by id."""
+        self.claim()
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return {}
@@ -101,7 +126,7 @@ class JsonlStore:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = parse_json(line)
                 ident = str(record["id"])
             except (json.JSONDecodeError, KeyError, TypeError):
                 self.dropped_torn += 1
@@ -209,24 +234,35 @@ def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _lm_name(lm: Any) -> str | None:
+    """The LM's model name, with the server URL for a server LM (a results file is one
+    experiment: another endpoint may serve another model under the same name)."""
     if lm is None:
         lm = dspy.settings.lm
-    return str(getattr(lm, "model", None)) if lm is not None else None
+    if lm is None:
+        return None
+    url = getattr(getattr(lm, "engine", None), "url", None)
+    name = str(getattr(lm, "model", None))
+    return f"{name}@{url}" if isinstance(url, str) and not name.startswith("local/") else name
 
 
 _CONCURRENCY_OPTIONS = {"max_workers", "progress"}
 
 
-def _check_same_settings(meta_path: Path, lm_name: str | None,
-                         options: Mapping[str, Any]) -> None:
+def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[str, Any],
+                         inputs: Mapping[str, Any] | None = None) -> None:
     """Refuse to resume a results file with another LM or other method options: one file
     must hold one experiment. Concurrency options may change between resumes."""
-    previous = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    previous = parse_json(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     if not previous:
         return
     before = {k: v for k, v in (previous.get("options") or {}).items()
               if k not in _CONCURRENCY_OPTIONS}
     now = {k: v for k, v in _jsonable(options).items() if k not in _CONCURRENCY_OPTIONS}
+    for key, value in (inputs or {}).items():
+        if key in previous and previous[key] != value:
+            raise UserError(f"{meta_path.name} says these results were made with {key} "
+                            f"{previous[key]!r}, not {value!r}; resume with the same {key} or "
+                            "write to another --out file")
     if previous.get("lm") != lm_name or before != now:
         raise UserError(
             f"{meta_path.name} says these results were made with lm {previous.get('lm')!r} "
@@ -268,6 +304,17 @@ def run_experiment(
     out = Path(out_path)
     store = JsonlStore(out)
     done = store.resume(retry_failed=retry_failed)
+    try:
+        return _run_claimed(method, items, out, store, done, retriever=retriever, lm=lm,
+                            adapter=adapter, workers=workers, limit=limit, dataset=dataset,
+                            progress=progress, meta=meta, program=program,
+                            method_options=method_options)
+    finally:
+        store.close()
+
+
+def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, workers, limit,
+                 dataset, progress, meta, program, method_options) -> RunSummary:
     other = {r.get("method") for r in done.values()} - {method}
     if other:
         raise UserError(f"{out} holds results of method {sorted(map(str, other))[0]!r}, not "
@@ -275,7 +322,9 @@ def run_experiment(
     todo = [item for item in items if item.id not in done]
     meta_path = sibling(out, ".meta.json")
     if done:
-        _check_same_settings(meta_path, _lm_name(lm), method_options)
+        retriever_name = getattr(retriever, "name", None) if retriever is not None else None
+        _check_same_settings(meta_path, _lm_name(lm), method_options,
+                             {"dataset": dataset, "retriever": retriever_name})
     info = {
         "method": method, "dataset": dataset, "lm": _lm_name(lm),
         "retriever": getattr(retriever, "name", None) if retriever is not None else None,
@@ -302,6 +351,10 @@ def run_experiment(
                                           prediction.initial_answer)
             record.update(answer=answer, initial_answer=initial,
                           trace=trace.model_dump(mode="json"))
+            if trace.status == "failed":  # nothing verified: an error, retried on resume
+                record["error"] = f"decoding failed: {trace.failure}"
+        except UserError:
+            raise  # configuration (no LM, a rejected key...): every item would fail the same way
         except Exception as exc:  # recorded and the run goes on; retried on resume
             record["error"] = describe(exc)
         record["seconds"] = round(time.monotonic() - started, 3)
@@ -344,6 +397,7 @@ def _score_loop(run_path, out, todo_records, work, *, workers, progress, desc, s
         with dspy.context(**settings):
             _process(todo, work, store, workers=workers, bar=bar)
     finally:
+        store.close()
         bar.close()
     return read_jsonl(out)
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import dspy
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import DecodingFailed, UserError, redact
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -20,6 +22,7 @@ from serc_dspy.retrieval.base import (
     cap_context,
 )
 from serc_dspy.signatures import AnswerQuestion
+from serc_dspy.text import defang
 from serc_dspy.trace import Passage, Step, StepUsage, Trace
 
 T = TypeVar("T")
@@ -28,8 +31,15 @@ R = TypeVar("R")
 ProgressCallback = Callable[[str, int, int], None]
 """Called as `progress(phase, done, total)`; the CLI prints it, library code never does."""
 
+OnError = Literal["degrade", "raise"]
+logger = logging.getLogger("serc_dspy")
+
 STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "polish")
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
+
+
+class DeadlineExceeded(TimeoutError):
+    """The run's overall deadline passed before a step could start; the step degrades."""
 
 
 class InputError(UserError):
@@ -43,10 +53,12 @@ class Run:
     trace: Trace
     progress: ProgressCallback | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    deadline: float | None = None
+    """`time.monotonic()` after which no new LM call starts (steps then degrade)."""
 
     def log(self, phase: str, message: str, kind: str = "info") -> None:
         with self.lock:
-            self.trace.log(phase, message, kind)
+            self.trace.log(phase, redact(message), kind)
 
     def report(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:
@@ -85,8 +97,12 @@ class TracedProgram(dspy.Module):
         lms: dict[str, dspy.LM] | None = None,
         adapter: Any = None,
         progress: ProgressCallback | None = None,
+        on_error: OnError = "degrade",
+        deadline_s: float | None = None,
     ):
         super().__init__()
+        if on_error not in ("degrade", "raise"):
+            raise InputError(f"on_error must be 'degrade' or 'raise', got {on_error!r}")
         if top_k < 1:
             raise InputError(f"top_k must be at least 1, got {top_k}")
         if context_chars < 1:
@@ -105,17 +121,31 @@ class TracedProgram(dspy.Module):
         self.lms = dict(lms or {})
         self.adapter = adapter
         self.progress = progress
+        self.on_error = on_error
+        if deadline_s is not None and deadline_s <= 0:
+            raise InputError(f"deadline_s must be positive, got {deadline_s}")
+        self.deadline_s = deadline_s
         self.answerer = dspy.Predict(AnswerQuestion)
 
     # -- LM calls -------------------------------------------------------------------------
     def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):
+        if run.deadline is not None and time.monotonic() > run.deadline:
+            raise DeadlineExceeded(f"the run's deadline of {self.deadline_s:g}s has passed; "
+                                   f"{step} was not started")
         settings: dict[str, Any] = {"track_usage": True}
         if stage in self.lms:
             settings["lm"] = self.lms[stage]
         if self.adapter is not None:
             settings["adapter"] = self.adapter
         with dspy.context(**settings):
-            prediction = predictor(**inputs)
+            try:
+                prediction = predictor(**inputs)
+            except Exception:
+                lm = settings.get("lm") or dspy.settings.lm
+                with run.lock:
+                    run.trace.usage.record(step, getattr(lm, "model", "unknown"),
+                                           StepUsage(calls=1, failed=1))
+                raise
         usage = prediction.get_lm_usage() or {}
         with run.lock:
             for model, counts in usage.items():
@@ -149,19 +179,43 @@ class TracedProgram(dspy.Module):
 
     def start(self, question: str, draft: str | None) -> tuple[Run, str, str | None]:
         """Validate the inputs and open a run with a fresh trace."""
-        question = check_text("question", question)
+        question = defang(check_text("question", question))
         draft = check_text("draft", draft, allow_none=True)
+        draft = defang(draft) if draft is not None else None
         if self.needs_retriever and self.retriever is None:
             raise InputError(
                 f"{self.method_name} needs a retriever: pass retriever=... (e.g. a LocalCorpus)"
             )
+        if dspy.settings.lm is None and not self.lms:
+            raise InputError("no LM is configured: run the program inside "
+                             "`with dspy.context(lm=...)` (or dspy.configure(lm=...)), or "
+                             "give every stage one with lms={...}")
         run = Run(Trace(method=self.method_name, question=question), self.progress)
+        if self.deadline_s is not None:
+            run.deadline = time.monotonic() + self.deadline_s
         return run, question, draft
 
     def finish(self, run: Run, answer: str) -> dspy.Prediction:
-        run.trace.answer = answer
+        """Close the run. A run whose LM calls all failed is a failure, never a correction:
+        status "failed", one warning, and `DecodingFailed` when `on_error="raise"`."""
+        trace = run.trace
+        trace.answer = answer
+        usage = trace.usage.total
+        if trace.status != "failed" and usage.calls and usage.failed == usage.calls:
+            self.fail(run, f"every LM call failed ({usage.calls} made); last error: "
+                           f"{next((e.message for e in reversed(trace.errors)), 'unknown')}")
+        if trace.status == "failed":
+            logger.warning("%s: %s", self.method_name, trace.failure)
+            if self.on_error == "raise":
+                raise DecodingFailed(trace.failure or "decoding failed", trace)
         return dspy.Prediction(answer=answer, initial_answer=run.trace.initial_answer,
                                trace=run.trace, usage=run.trace.usage)
+
+    def fail(self, run: Run, reason: str) -> None:
+        """Mark the run failed: the answer it returns is the input, not a correction."""
+        run.trace.status = "failed"
+        run.trace.failure = redact(reason)
+        run.log("run", f"decoding failed: {run.trace.failure}", "error")
 
     def add_step(self, run: Run, step: Step) -> Step:
         with run.lock:
@@ -191,9 +245,10 @@ class TracedProgram(dspy.Module):
 
 
 def format_passages(passages: list[Passage]) -> str:
-    """Number the passages and name their sources so summaries can stay close to the text."""
+    """Number and delimit the passages, naming their sources, so steps can cite them and a
+    passage's text (untrusted, with field markers defanged) cannot pass for the prompt's own."""
     blocks = []
     for number, passage in enumerate(passages, 1):
-        source = f" ({passage.source})" if passage.source else ""
-        blocks.append(f"[{number}]{source} {passage.text}")
-    return "\n\n".join(blocks)
+        source = f" source={defang(passage.source)}" if passage.source else ""
+        blocks.append(f"<passage {number}{source}>\n{defang(passage.text)}\n</passage {number}>")
+    return "\n".join(blocks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dspy
 
-from serc_dspy.errors import describe
+from serc_dspy.errors import UserError, describe
 from serc_dspy.programs.base import Run, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
@@ -73,6 +73,8 @@ class CoVe(TracedProgram):
             step = self.add_step(run, Step(name="verify", inputs={"question": q}))
             try:
                 answer = self.answer(run, q, step)
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 step.error = describe(exc)
                 run.log("verify", f"verification question {q!r} skipped: {step.error}", "error")
@@ -167,6 +169,8 @@ class RARR(TracedProgram):
                 step.outputs["edited_text"] = edited
                 if edited:
                     text = edited
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 step.error = describe(exc)
                 run.log("revise", f"research query {query!r} skipped: {step.error}", "error")
@@ -200,6 +204,8 @@ class ReEx(TracedProgram):
                 reply = self.call(run, "sub_answer", "verify", self.context_answerer,
                                   question=sub, context=format_passages(step.passages)
                                   ).answer.strip()
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 step.error = describe(exc)
                 run.log("verify", f"sub-question {sub!r} skipped: {step.error}", "error")

@@ -14,7 +14,8 @@ from serc_dspy.programs.baselines import RARR, CoVe, CoVeRAG, InitialAnswer, ReE
 from serc_dspy.programs.serc import SERC
 
 SERC_ONLY_OPTIONS = {"firewall", "use_retrieval", "density", "max_facts_per_check",
-                     "match_cutoff", "polish_temperature"}
+                     "match_cutoff", "polish_temperature", "queries", "evidence", "verdicts",
+                     "max_sentences", "max_facts_per_sentence"}
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,13 @@ from typing import Any, Literal
 import dspy
 
 from serc_dspy.entities import Descriptor, more_specific, same_name
-from serc_dspy.errors import describe
-from serc_dspy.facts import clean_facts, not_a_statement
+from serc_dspy.errors import UserError, describe
+from serc_dspy.facts import (
+    clean_facts,
+    not_a_statement,
+    substituted_detail,
+    unstated_details,
+)
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -35,12 +40,14 @@ from serc_dspy.signatures import (
     CorrectFacts,
     EvidenceEntity,
     EvidenceSummary,
+    FactFix,
     GroundedAnswer,
     JudgeFact,
     JudgeFacts,
     ParametricEvidence,
     PolishAnswer,
     QueryEntity,
+    QuoteAndJudge,
     RewriteSentence,
     SameEntity,
     VerificationQuery,
@@ -49,15 +56,20 @@ from serc_dspy.text import (
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
     best_match,
+    drifted,
     is_refusal,
     is_runaway,
     needs_cold_start,
     normalise,
     split_sentences,
+    unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence, Trace
 
 Density = Literal["sentence", "atomic"]
+QueryMode = Literal["lm", "facts"]
+EvidenceMode = Literal["summary", "passages"]
+VerdictMode = Literal["check", "fact"]
 UNCHANGED = ("kept", "unverified", "uncorrected")
 NO_PASSAGES_EVIDENCE = "The search returned no passages for this query."
 
@@ -96,6 +108,16 @@ class SERC(TracedProgram):
         adapter: DSPy adapter for every call (the embedded model needs `dspy.JSONAdapter()`).
         progress: `progress(phase, done, total)` callback.
         polish_temperature: the paper polishes at 0.1.
+        queries: "lm" (the paper) writes each check node's search query with the LM; "facts"
+            searches with the subject and the facts themselves (no call; suits BM25 corpora).
+        evidence: "summary" (the paper) has the LM summarise the passages into E_k before the
+            verdicts; "passages" judges and corrects against the retrieved passages directly
+            (one call less per check node, and no summary that can echo the claim back).
+        max_sentences / max_facts_per_sentence: bounds on the graph (100 / 12); sentences past
+            the first bound are kept verbatim and unverified, and each cap is logged.
+        verdicts: "check" judges all facts of a check node in one call; "fact" judges each
+            fact in its own call that first quotes the evidence sentence it rests on (more
+            calls, sharing a cached prompt prefix; far more accurate on small models).
         compiled: a compiled state to apply at the end of construction: a `.json` path saved
             by `serc compile`, or a NAME of a state shipped in `serc_dspy/compiled/NAME.json`.
             Each saved stage's signature hash is checked first (CompiledStateError on a
@@ -114,6 +136,11 @@ class SERC(TracedProgram):
         max_facts_per_check: int = 5,
         match_cutoff: float = 0.75,
         polish_temperature: float = 0.1,
+        queries: QueryMode = "lm",
+        evidence: EvidenceMode = "summary",
+        verdicts: VerdictMode = "check",
+        max_sentences: int = 100,
+        max_facts_per_sentence: int = 12,
         compiled: str | Path | None = None,
         **options: Any,
     ):
@@ -130,6 +157,19 @@ class SERC(TracedProgram):
         self.max_facts_per_check = 1 if density == "atomic" else max_facts_per_check
         self.match_cutoff = match_cutoff
         self.polish_temperature = polish_temperature
+        if queries not in ("lm", "facts"):
+            raise InputError(f"queries must be 'lm' or 'facts', got {queries!r}")
+        if evidence not in ("summary", "passages"):
+            raise InputError(f"evidence must be 'summary' or 'passages', got {evidence!r}")
+        if verdicts not in ("check", "fact"):
+            raise InputError(f"verdicts must be 'check' or 'fact', got {verdicts!r}")
+        if max_sentences < 1 or max_facts_per_sentence < 1:
+            raise InputError("max_sentences and max_facts_per_sentence must be at least 1")
+        self.max_sentences = max_sentences
+        self.max_facts_per_sentence = max_facts_per_sentence
+        self.queries = queries
+        self.evidence = evidence
+        self.verdicts = verdicts
 
         self.grounded_answerer = dspy.Predict(GroundedAnswer)
         self.query_entity = dspy.Predict(QueryEntity)
@@ -142,6 +182,7 @@ class SERC(TracedProgram):
         self.recaller = dspy.Predict(ParametricEvidence)
         self.verifier = dspy.Predict(JudgeFacts)
         self.single_verifier = dspy.Predict(JudgeFact)
+        self.fact_checker = dspy.Predict(QuoteAndJudge)
         self.corrector = dspy.Predict(CorrectFacts)
         self.rewriter = dspy.Predict(RewriteSentence)
         self.polisher = dspy.Predict(PolishAnswer)
@@ -165,10 +206,24 @@ class SERC(TracedProgram):
         if run.trace.status != "no_info":
             self.decompose(run)
             self.detect(run)
+            if self.nothing_verified(run):
+                return self.finish(run, run.trace.received)
             self.correct(run)
             self.reconstruct(run)
             self.polish(run)
         return self.finish(run, run.trace.answer)
+
+    def nothing_verified(self, run: Run) -> bool:
+        """A run whose check nodes produced no verdict at all verified nothing: it fails loudly
+        instead of handing the received answer back as if it were a correction."""
+        trace = run.trace
+        errors = [e.message for e in trace.errors]
+        if trace.facts and all(f.verdict is None for f in trace.facts):
+            self.fail(run, f"no check node produced a verdict ({len(trace.checks)} failed); "
+                           f"first error: {errors[0] if errors else 'unknown'}")
+        elif not trace.facts and errors:
+            self.fail(run, f"no fact could be extracted; first error: {errors[0]}")
+        return trace.status == "failed"
 
     # == Phase 1: coarse alignment and the entity firewall ==================================
     def align(self, run: Run, question: str, draft: str | None) -> None:
@@ -199,11 +254,17 @@ class SERC(TracedProgram):
     def grounded_answer(self, run: Run, question: str, passages: list[Passage],
                         fallback: str) -> str:
         try:
-            return self.call(run, "grounded_answer", "generate", self.grounded_answerer,
-                             question=question, context=format_passages(passages)).answer.strip()
+            answer = self.call(run, "grounded_answer", "generate", self.grounded_answerer,
+                               question=question, context=format_passages(passages)).answer
+        except UserError:
+            raise  # configuration errors abort; only outages degrade
         except Exception as exc:  # an LM failure keeps the answer we had
             run.log("align", f"grounded answer failed, kept the draft: {describe(exc)}", "error")
             return fallback
+        if not (answer or "").strip():
+            run.log("align", "the grounded answer came back empty; kept the draft", "fallback")
+            return fallback
+        return answer.strip()
 
     def entity_firewall(self, run: Run, question: str, context: _LazyContext) -> None:
         """Steps 3-5. The received answer (a caller's draft included) is replaced only when the
@@ -226,6 +287,8 @@ class SERC(TracedProgram):
 
         try:
             found = dict(zip(kinds, self.parallel(describe_entity, kinds), strict=True))
+        except UserError:
+            raise  # configuration errors abort; only outages degrade
         except Exception as exc:
             firewall.error = f"descriptor extraction failed: {describe(exc)}"
             firewall.decision = "passed: the descriptors could not be read"
@@ -254,6 +317,8 @@ class SERC(TracedProgram):
         try:
             judged = self.call(run, "same_entity", "firewall", self.entity_judge,
                                answer_entity=str(answer), evidence_entity=str(evidence))
+        except UserError:
+            raise  # configuration errors abort; only outages degrade
         except Exception as exc:
             firewall.error = f"entity judge failed: {describe(exc)}"
             firewall.decision = "passed: the entity judge failed"
@@ -279,12 +344,19 @@ class SERC(TracedProgram):
         trace = run.trace
         texts = split_sentences(trace.received)
         trace.sentences = [Sentence(index=k, text=text) for k, text in enumerate(texts)]
+        if len(texts) > self.max_sentences:
+            run.log("decompose", f"the answer has {len(texts)} sentences; only the first "
+                    f"{self.max_sentences} are checked (max_sentences), the rest are kept "
+                    "verbatim and unverified", "fallback")
+        checked = trace.sentences[:self.max_sentences]
         done = [0]
 
         def extract(sentence: Sentence) -> list[str]:
             try:
                 raw = self.call(run, "atomic_facts", "decompose", self.fact_extractor,
                                 subject=trace.subject, sentence=sentence.text).facts
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 run.log("decompose", f"sentence {sentence.index} kept unverified: "
                         f"{describe(exc)}", "error")
@@ -292,11 +364,11 @@ class SERC(TracedProgram):
             facts = self.hygiene(run, sentence, raw)
             with run.lock:
                 done[0] += 1
-            run.report("decompose", done[0], len(texts))
+            run.report("decompose", done[0], len(checked))
             return facts
 
-        per_sentence = self.parallel(extract, trace.sentences)
-        for sentence, facts in zip(trace.sentences, per_sentence, strict=True):
+        per_sentence = self.parallel(extract, checked)
+        for sentence, facts in zip(checked, per_sentence, strict=True):
             for i, text in enumerate(facts):
                 trace.facts.append(Fact(id=f"f{sentence.index}.{i}", text=text,
                                         sentence=sentence.index))
@@ -310,7 +382,16 @@ class SERC(TracedProgram):
         """
         if raw is None:
             return []
+        if len(raw) > 4 * self.max_facts_per_sentence:
+            run.log("decompose", f"sentence {sentence.index}: the extractor returned {len(raw)} "
+                    f"items; read the first {4 * self.max_facts_per_sentence} "
+                    "(max_facts_per_sentence)", "fallback")
+            raw = raw[:4 * self.max_facts_per_sentence]
         facts, dropped = clean_facts(raw, sentence.text, run.trace.subject)
+        if len(facts) > self.max_facts_per_sentence:
+            run.log("decompose", f"sentence {sentence.index}: {len(facts)} facts; kept the first "
+                    f"{self.max_facts_per_sentence} (max_facts_per_sentence)", "fallback")
+            facts = facts[:self.max_facts_per_sentence]
         for fact, reason in dropped:
             run.log("decompose", f"sentence {sentence.index}: dropped fact {fact!r} ({reason})",
                     "fallback")
@@ -341,6 +422,8 @@ class SERC(TracedProgram):
             facts = [trace.fact(fid) for fid in check.facts]
             try:
                 self.run_check(run, check, facts)
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 check.error = describe(exc)
                 for fact in facts:
@@ -355,8 +438,11 @@ class SERC(TracedProgram):
 
     def run_check(self, run: Run, check: Check, facts: list[Fact]) -> None:
         subject = run.trace.subject
-        check.query = self.call(run, "verification_query", "verify", self.query_writer,
-                                subject=subject, facts=[f.text for f in facts]).query.strip()
+        if self.queries == "facts":
+            check.query = " ".join([subject, *(f.text for f in facts)])
+        else:
+            check.query = self.call(run, "verification_query", "verify", self.query_writer,
+                                    subject=subject, facts=[f.text for f in facts]).query.strip()
         if not check.query:
             raise ValueError("the query writer returned an empty query")
         if not self.use_retrieval:
@@ -366,19 +452,51 @@ class SERC(TracedProgram):
         else:
             check.passages = self.retrieve(check.query)
             if not check.passages:
+                run.log("detect", f"check {check.id}: the search returned nothing for "
+                        f"{check.query[:80]!r}; its facts are NOT_FOUND and will be pruned")
                 check.evidence_source = "none"
                 check.evidence = NO_PASSAGES_EVIDENCE
                 for fact in facts:
                     fact.verdict = "NOT_FOUND"
                 return
-            check.evidence = self.call(run, "evidence_summary", "verify", self.evidence_writer,
-                                       query=check.query,
-                                       passages=format_passages(check.passages)).evidence.strip()
-        for fact, verdict in zip(facts, self.judge(run, check.evidence, facts), strict=True):
+            if self.evidence == "passages":
+                check.evidence = format_passages(check.passages)
+            else:
+                check.evidence = self.call(
+                    run, "evidence_summary", "verify", self.evidence_writer, query=check.query,
+                    passages=format_passages(check.passages)).evidence.strip()
+        self.judge(run, check.evidence, facts)
+
+    def judge(self, run: Run, evidence: str, facts: list[Fact]) -> None:
+        """Set each fact's syndrome. `verdicts="check"`: one call judges the whole check node
+        (redone fact by fact if the reply has the wrong length). `verdicts="fact"`: one call
+        per fact that first quotes the evidence sentence it rests on; the calls share the
+        prompt prefix up to the claim, which the engine's prompt cache serves once."""
+        if self.verdicts == "fact":
+            for fact in facts:
+                cited = self.call(run, "cited_verdict", "verify", self.fact_checker,
+                                  evidence=evidence, claim=fact.text)
+                fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
+                self.cross_check(run, evidence, fact)
+            return
+        for fact, verdict in zip(facts, self.check_verdicts(run, evidence, facts), strict=True):
             fact.verdict = verdict
 
-    def judge(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
-        """One call judges a whole check node; a reply of the wrong length is redone per fact."""
+    def cross_check(self, run: Run, evidence: str, fact: Fact) -> None:
+        """Hold a cited verdict to its own quote: a quote really taken from the evidence that
+        gives another value for one of the claim's details contradicts the claim, whatever a
+        small model answered."""
+        if fact.verdict == "CONTRADICTED" or not fact.quote:
+            return
+        if normalise(fact.quote) not in normalise(evidence):
+            return  # not a quotation of the evidence: nothing to hold the verdict to
+        reason = substituted_detail(fact.text, fact.quote, run.trace.subject)
+        if reason:
+            run.log("detect", f"fact {fact.id}: judged {fact.verdict}, but {reason}; "
+                    "CONTRADICTED", "fallback")
+            fact.verdict = "CONTRADICTED"
+
+    def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]
         if len(claims) > 1:
             verdicts = self.call(run, "verdicts", "verify", self.verifier,
@@ -412,7 +530,10 @@ class SERC(TracedProgram):
         related = [f for f in trace.facts if f.sentence == sentence
                    and f.verdict != "CONTRADICTED" and f.status != "pruned"]
         checks = {f.check for f in wrong}
-        evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
+        if all(f.quote for f in wrong):  # the sentences the verdicts rest on: short and exact
+            evidence = "\n".join(unique_texts(f.quote for f in wrong))
+        else:
+            evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
         # A fix that restates its fact is no fix; a small model does this. One retry, on the
         # facts still open and with some sampling freedom, is allowed; then they stay
         # CONTRADICTED and uncorrected.
@@ -426,12 +547,29 @@ class SERC(TracedProgram):
                                   erroneous_facts=[f.text for f in open_facts],
                                   related_facts=[f.text for f in related],
                                   config={"temperature": temperature}).corrections
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 run.log("correct", f"correction of sentence {sentence} failed, facts kept: "
                         f"{describe(exc)}", "error")
                 break
-            for fix in fixes:
-                self.apply_fix(run, fix.original, fix.fixed, open_facts, related)
+            unmatched = [fix for fix in fixes
+                         if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
+            still_open = [f for f in open_facts if f.status == "pending"]
+            if len(unmatched) > 1 and len(still_open) == 1:
+                # Several pieces for the one open fact: the model split its fix. Join them.
+                fact = still_open[0]
+                pieces = [fix.fixed or (fix.original if normalise(fix.original)
+                                        in normalise(fact.text) else "") for fix in unmatched]
+                joined = " ".join(_as_sentence(piece) for piece in pieces if piece.strip())
+                unmatched = [FactFix(original=fact.text, fixed=joined)]
+            if unmatched and len(unmatched) == len(still_open):
+                # A small model often quotes its fix, not the original, as `original`; when the
+                # unmatched fixes and the open facts pair up one to one, the order decides.
+                for fix, fact in zip(unmatched, still_open, strict=True):
+                    run.log("correct", f"fix {fix.original!r} matched no fact by text; mapped "
+                            f"to {fact.id} by position", "fallback")
+                    self.apply_fix(run, fact.text, fix.fixed, [fact], [])
             if attempt == 0 and any(f.status == "pending" for f in wrong):
                 run.log("correct", f"sentence {sentence}: a contradicted fact got no usable fix; "
                         "retrying once", "fallback")
@@ -442,11 +580,12 @@ class SERC(TracedProgram):
                         "fallback")
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
-                  related: list[Fact]) -> None:
+                  related: list[Fact]) -> bool:
         """Map a returned `original` to the closest buffered fact, else to a dependent fact.
 
         A fix equal to its fact (after case and punctuation) is a no-op and changes nothing; a
-        propagated (dependent-fact) change may rewrite a fact but never delete it.
+        propagated (dependent-fact) change may rewrite a fact but never delete it. Returns
+        whether `original` matched a fact.
         """
         fixed = (fixed or "").strip()
         record = Correction(original=original, fixed=fixed)
@@ -470,10 +609,11 @@ class SERC(TracedProgram):
             fact.status = "corrected" if fixed else "pruned"
             break
         else:
-            run.log("correct", f"correction for {original!r} matched no fact; ignored",
-                    "fallback")
+            run.log("correct", f"correction for {original!r} matched no fact", "fallback")
+            return False
         with run.lock:
             run.trace.corrections.append(record)
+        return True
 
     def reconstruct(self, run: Run) -> None:
         """Fact-to-text: rewrite only changed sentences, never showing the original sentence."""
@@ -499,6 +639,8 @@ class SERC(TracedProgram):
                 text = self.call(run, "rewrite", "rewrite", self.rewriter,
                                  subject=trace.subject, earlier_facts=earlier,
                                  facts=facts).sentence.strip()
+            except UserError:
+                raise  # configuration errors abort; only outages degrade
             except Exception as exc:
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} failed: "
                         f"{describe(exc)}", "error")
@@ -507,6 +649,10 @@ class SERC(TracedProgram):
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
                         "short; kept the original sentence", "fallback")
                 sentence.kept_verbatim, text = True, sentence.text
+            elif reason := unstated_details(text, facts, trace.subject):
+                run.log("reconstruct", f"rewrite of sentence {sentence.index} is not faithful "
+                        f"to its facts ({reason}); stated its facts instead", "fallback")
+                text = " ".join(_as_sentence(fact) for fact in facts)
             elif is_runaway(text, " ".join(facts)):
                 # A weak model can loop or recite its instructions; the corrected facts are
                 # complete sentences, so stating them is safe, unlike the original sentence.
@@ -534,10 +680,20 @@ class SERC(TracedProgram):
             answer = self.call(run, "polish", "polish", self.polisher,
                                question=trace.question, draft=trace.reconstructed,
                                config={"temperature": self.polish_temperature}).answer.strip()
+        except UserError:
+            raise  # configuration errors abort; only outages degrade
         except Exception as exc:
             run.log("polish", f"polish failed, returned the draft: {describe(exc)}", "error")
             answer = ""
         if len(answer) < SHORT_ANSWER_CHARS:
+            answer = trace.reconstructed
+        elif is_refusal(answer) or drifted(answer, trace.reconstructed):
+            run.log("polish", "the polished answer refused or left the draft's topic; returned "
+                    "the reconstructed draft", "fallback")
+            answer = trace.reconstructed
+        elif reason := unstated_details(answer, [trace.reconstructed], trace.subject):
+            run.log("polish", f"the polished answer is not faithful to the draft ({reason}); "
+                    "returned the reconstructed draft", "fallback")
             answer = trace.reconstructed
         elif is_runaway(answer, trace.reconstructed):
             run.log("polish", f"polished answer ran away ({len(answer)} characters for a "

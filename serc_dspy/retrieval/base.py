@@ -8,12 +8,14 @@ DSPy program, and the context sent to the LM is bounded by `cap_context`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from serc_dspy.errors import UserError
+from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
 
 DEFAULT_TOP_K = 8
@@ -74,23 +76,36 @@ class _CheckedRetriever:
         self.wrapped = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.name: str = str(getattr(fn, "name", None) or self.__name__)
+        self.takes_k = _arity(fn, self.name)
 
     def __call__(self, query: str, k: int = DEFAULT_TOP_K) -> list[Passage]:
         if k <= 0:
             return []
         try:
-            result = self.wrapped(query, k)
-        except RetrievalError:
-            raise
+            result = self.wrapped(query, k) if self.takes_k else self.wrapped(query)
+        except (RetrievalError, UserError):
+            raise  # configuration errors (a rejected key, a bad corpus) are not outages
         except Exception as exc:
             raise RetrievalError(f"retriever {self.name} failed: {exc}") from exc
-        return [self._to_passage(item) for item in self._items(result)][:k]
+        passages = [self._to_passage(item) for item in self._items(result)][:k]
+        for passage in passages:
+            if looks_like_error(passage.text):
+                raise RetrievalError(f"retriever {self.name} returned an error message as a "
+                                     f"passage: {passage.text[:120]!r}")
+        return passages
 
     def __repr__(self) -> str:
         return f"as_retriever({self.wrapped!r})"
 
     def _items(self, result: Any) -> Iterable[Any]:
-        """Accept any non-text iterable: a lone string or dict is a bug, not one passage."""
+        """Accept any non-text iterable: a lone string or dict is a bug, not one passage.
+
+        A DSPy retriever's `Prediction(passages=[...])` (what `dspy.Retrieve` returns) is
+        unwrapped to its passages.
+        """
+        passages = getattr(result, "passages", None)
+        if passages is not None and not isinstance(result, str | bytes | Mapping):
+            result = passages
         if result is None:
             raise RetrievalError(f"retriever {self.name} returned None; expected a list")
         if isinstance(result, str | bytes | Mapping | BaseModel) or not isinstance(
@@ -103,25 +118,63 @@ class _CheckedRetriever:
 
     def _to_passage(self, item: Any) -> Passage:
         if isinstance(item, Passage):
-            return item
+            return item.model_copy(update={"text": clean_text(item.text),
+                                           "source": clean_text(item.source)})
         if isinstance(item, str):
-            return Passage(text=item)
+            return Passage(text=clean_text(item))
+        if isinstance(item, Mapping) and "error" in item and not isinstance(item.get("text"), str):
+            raise RetrievalError(f"retriever {self.name} returned an error: "
+                                 f"{str(item['error'])[:200]}")
         if isinstance(item, Mapping) and isinstance(item.get("text"), str):
             return self._from_mapping(item)
+        if isinstance(item, Mapping) and isinstance(item.get("long_text"), str):
+            return self._from_mapping({**item, "text": item["long_text"]})
         raise RetrievalError(
             f"retriever {self.name} returned an item of type {type(item).__name__}; "
-            "expected Passage, str or dict with a 'text' string"
+            "expected Passage, str or dict with a 'text' (or 'long_text') string"
         )
 
     def _from_mapping(self, item: Mapping[str, Any]) -> Passage:
         try:
             return Passage(
-                text=item["text"],
-                source=str(item.get("source") or ""),
+                text=clean_text(item["text"]),
+                source=clean_text(str(item.get("source") or "")),
                 score=float(item.get("score") or 0.0),
             )
         except (TypeError, ValueError, ValidationError) as exc:
             raise RetrievalError(f"retriever {self.name} returned a bad dict: {exc}") from exc
+
+
+def _arity(fn: Callable[..., Any], name: str) -> bool:
+    """Whether `fn` takes `(query, k)` (True) or just `(query)` (False); anything else is a
+    configuration error, raised now rather than as a failed check node on every query."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True  # builtins and C callables: assume the documented (query, k)
+    for args in (("q", 1), ("q",)):
+        try:
+            signature.bind(*args)
+            return len(args) == 2
+        except TypeError:
+            continue
+    raise UserError(f"retriever {name} must be callable as f(query, k) or f(query); its "
+                    f"signature is {signature}")
+
+
+# Error text that backends (and the reference implementation) hand back in place of passages.
+_ERROR_TEXT = re.compile(
+    r"^\s*(\[\s*(retrieval|search)\s+error\s*\]|\{\s*[\"']error[\"']\s*:|"
+    r"(error|exception|traceback \(most recent call last\))\s*:|"
+    r"(search|retrieval) (failed|error)\b)",
+    re.IGNORECASE)
+
+
+def looks_like_error(text: str) -> bool:
+    """True for the obvious forms of an error message returned as passage text."""
+    return bool(_ERROR_TEXT.match(text or ""))
 
 
 def as_retriever(fn: Callable[[str, int], Any]) -> Retriever:

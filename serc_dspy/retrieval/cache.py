@@ -147,9 +147,10 @@ class CachedRetriever:
             with self._key_locks.hold(key):
                 cached = self._load(key)  # another thread may have fetched it meanwhile
                 if cached is None:
-                    passages = self._store(key, self._fetch(query, k))
+                    passages = self._fetch(query, k)
                     self._count(miss=True)
-                    return passages
+                    # An empty result may be an upstream outage that recovers: never cache it.
+                    return self._store(key, passages) if passages else passages
         self._count(miss=False)
         return cached
 

@@ -41,6 +41,7 @@ import numpy as np
 from serc_dspy.errors import UserError
 from serc_dspy.retrieval.base import DEFAULT_TOP_K
 from serc_dspy.retrieval.local import LocalCorpus, chunk_text, tokenize
+from serc_dspy.text import parse_json
 from serc_dspy.trace import Passage
 
 SEPARATOR = "####SPECIAL####SEPARATOR####"
@@ -113,7 +114,7 @@ def _load_json(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[st
     if not path.is_file():
         raise KnowledgeError(f"knowledge file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise KnowledgeError(f"cannot read knowledge file {path}: {exc}") from exc
     except json.JSONDecodeError as exc:

@@ -10,6 +10,7 @@ sentence occupy several of the k slots.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -21,7 +22,10 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
+from serc_dspy.text import clean_text, parse_json
 from serc_dspy.trace import Passage
+
+logger = logging.getLogger("serc_dspy")
 
 DEFAULT_CHUNK_CHARS = 800
 TEXT_SUFFIXES = (".txt", ".md")
@@ -91,7 +95,7 @@ def _pack(pieces: list[str], joiner: str, limit: int) -> list[str]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return clean_text(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CorpusError(f"cannot read {path}: {exc}") from exc
 
@@ -107,7 +111,18 @@ def _folder_documents(folder: Path) -> list[Document]:
     )
     if not files:
         raise CorpusError(f"no .txt or .md files under {folder}")
-    return [(p.relative_to(folder).as_posix(), _read_text(p)) for p in files]
+    docs, skipped = [], []
+    for path in files:
+        try:
+            docs.append((path.relative_to(folder).as_posix(), _read_text(path)))
+        except CorpusError:  # one binary or undecodable file must not sink the whole folder
+            skipped.append(path.relative_to(folder).as_posix())
+    if skipped:
+        logger.warning("corpus %s: skipped %d file(s) that are not UTF-8 text: %s", folder,
+                       len(skipped), ", ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else ""))
+    if not docs:
+        raise CorpusError(f"no readable .txt or .md files under {folder}")
+    return docs
 
 
 def _jsonl_documents(path: Path) -> list[Document]:
@@ -124,7 +139,7 @@ def _jsonl_document(line: str, number: int, path: Path) -> Document:
         return CorpusError(f"bad jsonl line {number} in {path}: {reason}")
 
     try:
-        record = json.loads(line)
+        record = parse_json(line)
     except json.JSONDecodeError as exc:
         raise bad(f"invalid JSON ({exc.msg})") from exc
     if not isinstance(record, dict):
@@ -133,7 +148,8 @@ def _jsonl_document(line: str, number: int, path: Path) -> Document:
     if not isinstance(text, str):
         raise bad("missing 'text' string")
     source = record.get("title") or record.get("id")
-    return (str(source) if source not in (None, "") else f"{path.name}:{number}", text)
+    return (clean_text(str(source)) if source not in (None, "") else f"{path.name}:{number}",
+            clean_text(text))
 
 
 def load_documents(path: str | os.PathLike[str]) -> list[Document]:

@@ -22,6 +22,7 @@ from serc_dspy.signatures.verification import (
     JudgeFact,
     JudgeFacts,
     ParametricEvidence,
+    QuoteAndJudge,
     VerdictLabel,
     VerificationQuery,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "ParametricEvidence",
     "PolishAnswer",
     "QueryEntity",
+    "QuoteAndJudge",
     "RewriteSentence",
     "SameEntity",
     "VerdictLabel",

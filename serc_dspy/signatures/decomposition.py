@@ -15,6 +15,10 @@ class AtomicFacts(dspy.Signature):
     - Copy names, numbers and dates exactly as the sentence gives them; add nothing the sentence
       does not say, and do not judge whether it is true.
     - A sentence with no factual claim yields an empty list.
+
+    For example, with the subject "Ada Ruiz", the sentence "In 1905 she moved to Lyon, where
+    she taught chemistry for ten years." gives "Ada Ruiz moved to Lyon in 1905." and "Ada Ruiz
+    taught chemistry in Lyon for ten years."
     """
 
     subject: str = dspy.InputField(desc="who or what the text is about")

@@ -143,3 +143,15 @@ def test_four_threads_calling_one_engine_each_get_their_own_answer(smollm2):
     for city, text in answers.items():
         others = [c for c in cities if c != city]
         assert not any(other in text for other in others), (city, text)
+
+
+@pytest.mark.embedded
+def test_qwen_answers_one_verdict_call_that_parses():
+    """The default offline model, assembled from its part wheels: one short verdict call."""
+    lm = embedded_lm("qwen1.5b", max_tokens=32)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter(), track_usage=True):
+        prediction = dspy.Predict(JudgeFact)(
+            evidence="Marie Curie died on 4 July 1934 at a sanatorium in Passy.",
+            claim="Marie Curie died in 1944.")
+    assert prediction.verdict in ("SUPPORTED", "CONTRADICTED", "NOT_FOUND")
+    assert prediction.get_lm_usage()["local/qwen1.5b"]["completion_tokens"] > 0

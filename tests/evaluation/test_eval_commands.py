@@ -45,6 +45,7 @@ def handlers():
         "EvidenceSummary": lambda i: {"evidence": i["passages"][:400]},
         "JudgeFacts": lambda i: {"verdicts": ["SUPPORTED"] * len(i["claims"])},
         "JudgeFact": lambda i: {"verdict": "SUPPORTED"},
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": "SUPPORTED"},
         "CorrectFacts": lambda i: {"corrections": []},
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},
@@ -62,12 +63,13 @@ def lms(monkeypatch):
                                                 "is_misconception": misconception,
                                                 "score": score}}
 
-    table = {"local": handlers(), "judge-a": judge(9), "judge-b": judge(6),
+    table = {"qwen1.5b": handlers(), "judge-a": judge(9), "judge-b": judge(6),
              "judge-myth": judge(9, misconception=True)}
 
     def factory(spec, **kwargs):
+        spec = spec or "qwen1.5b"  # the default LM
         if spec not in made:
-            made[spec] = scripted_lm({**table["local"], **table[spec]}, name=spec)
+            made[spec] = scripted_lm({**table["qwen1.5b"], **table[spec]}, name=spec)
         return made[spec][0]
 
     monkeypatch.setattr("serc_dspy.backends.lm_from_spec", factory)
@@ -106,7 +108,7 @@ def test_run_eval_report_on_bio(lms, files, capsys, tmp_path):
     assert len(dense.read_text().splitlines()) == 2
     meta = json.loads((sparse.parent / "serc.meta.json").read_text())
     assert meta["method"] == "serc" and meta["dataset"] == "bio"
-    assert meta["retriever"].startswith("knowledge:") and meta["lm_spec"] == "local"
+    assert meta["retriever"].startswith("knowledge:") and meta["lm_spec"] == "qwen1.5b"
 
     for run in (sparse, dense):
         assert serc("eval", run, "--metric", "factscore", "--knowledge", files["wiki"],
@@ -126,7 +128,7 @@ def test_run_eval_report_on_bio(lms, files, capsys, tmp_path):
     assert summary["errors"] == 1 and summary["answers"] == 2
 
     # Scoring is resumable: a second eval finds everything done (errors are retried).
-    evaluator = lms["local"][1]
+    evaluator = lms["qwen1.5b"][1]
     evaluator.calls.clear()
     assert serc("eval", sparse, "--metric", "factscore", "--knowledge", files["wiki"],
                 "--quiet") == 0

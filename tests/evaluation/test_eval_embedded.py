@@ -51,7 +51,8 @@ def test_run_eval_report_with_the_embedded_model(wiki, tmp_path, capsys):
 
     assert main(["run", "--method", "initial", "--dataset", "bio", "--dataset-path",
                  str(entities), "--drafts", str(drafts), "--knowledge", str(wiki),
-                 "--limit", "3", "--max-tokens", "80", "--out", str(run), "--quiet"]) == 0
+                 "--limit", "3", "--max-tokens", "80", "--out", str(run), "--quiet",
+                 "--lm", "smollm2"]) == 0
     records = {r["id"]: r for r in map(json.loads, run.read_text().splitlines())}
     assert sorted(records) == sorted(topics)
     assert all(r["error"] is None and r["answer"] for r in records.values())
@@ -60,7 +61,7 @@ def test_run_eval_report_with_the_embedded_model(wiki, tmp_path, capsys):
     assert all(records[b["topic"]]["trace"]["draft_given"] for b in drafted)
 
     assert main(["eval", str(run), "--metric", "factscore", "--knowledge", str(wiki),
-                 "--k", "1", "--max-tokens", "160", "--quiet"]) == 0
+                 "--k", "1", "--max-tokens", "160", "--quiet", "--evaluator-lm", "smollm2"]) == 0
     scores = [json.loads(line) for line in
               (tmp_path / "results" / "initial.factscore.jsonl").read_text().splitlines()]
     assert sorted(s["id"] for s in scores) == sorted(topics)

@@ -61,6 +61,8 @@ def handlers(**overrides):
         "ParametricEvidence": lambda i: {"evidence": "From memory: " + i["query"]},
         "JudgeFacts": lambda i: {"verdicts": [VERDICTS.get(c, "SUPPORTED") for c in i["claims"]]},
         "JudgeFact": lambda i: {"verdict": VERDICTS.get(i["claim"], "SUPPORTED")},
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": VERDICTS.get(i["claim"],
+                                                                         "SUPPORTED")},
         "CorrectFacts": correct,
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},

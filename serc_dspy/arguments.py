@@ -1,0 +1,23 @@
+"""Argument types shared by every `serc` subcommand, so a bad number fails the same way."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _integer(value: str, minimum: int, wanted: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {number}")
+    return number
+
+
+def positive(value: str) -> int:
+    return _integer(value, 1, "a positive integer")
+
+
+def non_negative(value: str) -> int:
+    return _integer(value, 0, "an integer >= 0")
