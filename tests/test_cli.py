@@ -126,7 +126,7 @@ def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, 
     assert models["local/verifier"]["calls"] == len(verify_engine.calls) > 0
     assert models["local/generator"]["calls"] == len(main_engine.calls) > 0
     assert {c["signature"] for c in verify_engine.calls} <= {
-        "VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact"}
+        "VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact", "QuoteAndJudge"}
 
 
 def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):

@@ -61,6 +61,7 @@ from serc_dspy.text import (
     is_runaway,
     needs_cold_start,
     normalise,
+    similarity,
     split_sentences,
     unique_texts,
 )
@@ -71,6 +72,9 @@ QueryMode = Literal["lm", "facts"]
 EvidenceMode = Literal["summary", "passages"]
 VerdictMode = Literal["check", "fact"]
 UNCHANGED = ("kept", "unverified", "uncorrected")
+# A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
+# scores 0.3-0.7 here; an unrelated sentence under 0.1).
+POSITIONAL_MIN_SIMILARITY = 0.3
 NO_PASSAGES_EVIDENCE = "The search returned no passages for this query."
 
 
@@ -567,6 +571,8 @@ class SERC(TracedProgram):
                 # A small model often quotes its fix, not the original, as `original`; when the
                 # unmatched fixes and the open facts pair up one to one, the order decides.
                 for fix, fact in zip(unmatched, still_open, strict=True):
+                    if similarity(fix.fixed, fact.text) < POSITIONAL_MIN_SIMILARITY:
+                        continue  # a fix unlike its fact is not a fix of it: never guessed
                     run.log("correct", f"fix {fix.original!r} matched no fact by text; mapped "
                             f"to {fact.id} by position", "fallback")
                     self.apply_fix(run, fact.text, fix.fixed, [fact], [])
@@ -610,10 +616,9 @@ class SERC(TracedProgram):
             break
         else:
             run.log("correct", f"correction for {original!r} matched no fact", "fallback")
-            return False
         with run.lock:
             run.trace.corrections.append(record)
-        return True
+        return record.fact is not None
 
     def reconstruct(self, run: Run) -> None:
         """Fact-to-text: rewrite only changed sentences, never showing the original sentence."""
@@ -649,15 +654,15 @@ class SERC(TracedProgram):
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
                         "short; kept the original sentence", "fallback")
                 sentence.kept_verbatim, text = True, sentence.text
-            elif reason := unstated_details(text, facts, trace.subject):
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} is not faithful "
-                        f"to its facts ({reason}); stated its facts instead", "fallback")
-                text = " ".join(_as_sentence(fact) for fact in facts)
             elif is_runaway(text, " ".join(facts)):
                 # A weak model can loop or recite its instructions; the corrected facts are
                 # complete sentences, so stating them is safe, unlike the original sentence.
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} ran away "
                         f"({len(text)} characters); stated its facts instead", "fallback")
+                text = " ".join(_as_sentence(fact) for fact in facts)
+            elif reason := unstated_details(text, facts, trace.subject):
+                run.log("reconstruct", f"rewrite of sentence {sentence.index} is not faithful "
+                        f"to its facts ({reason}); stated its facts instead", "fallback")
                 text = " ".join(_as_sentence(fact) for fact in facts)
             sentence.rewritten = text
 

@@ -59,7 +59,7 @@ def state(tmp_path):
 
 
 ASK = ["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
-       "--no-firewall", "--quiet"]
+       "--no-firewall", "--quiet", "--verdicts", "check"]
 
 
 def test_ask_with_compiled_state_uses_its_demos(engine, state, capsys):

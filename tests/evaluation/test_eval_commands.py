@@ -122,7 +122,7 @@ def test_run_eval_report_on_bio(lms, files, capsys, tmp_path):
     assert ada["answer"]["facts"] and all(f["label"] in ("SUPPORTED", "NOT_SUPPORTED")
                                           for f in ada["answer"]["facts"])
     summary = json.loads((sparse.parent / "serc.factscore.summary.json").read_text())
-    assert summary["length_penalty"] is True and summary["evaluator"] == "local/local"
+    assert summary["length_penalty"] is True and summary["evaluator"] == "local/qwen1.5b"
     assert summary["cost"]["questions"] == 3 and summary["preservation"] is not None
     # "Nobody Known" has no article: scored as an error, not as a number.
     assert summary["errors"] == 1 and summary["answers"] == 2
