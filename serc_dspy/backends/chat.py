@@ -78,6 +78,31 @@ def bound_lists(schema: dict[str, Any], max_items: int, min_items: int = 0) -> d
     return schema
 
 
+# Characters per token a string may use of the output budget (English runs at about 4).
+CHARS_PER_TOKEN = 2
+
+
+def bound_strings(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """Give the schema's top-level free-text fields a `maxLength` that shares the token budget.
+
+    A small model fills an unbounded string until `max_tokens` (SmolLM2 does on most calls), so
+    the JSON never closes and the call is lost. With the bound the grammar closes the string in
+    time; a string that reaches its bound counts as cut off (see `ChatEngine.complete`).
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    free = [name for name, sub in properties.items() if isinstance(sub, dict)
+            and sub.get("type") == "string" and "enum" not in sub and "maxLength" not in sub]
+    if not free:
+        return schema
+    schema = copy.deepcopy(schema)
+    limit = max(64, CHARS_PER_TOKEN * max_tokens // len(free))
+    for name in free:
+        schema["properties"][name]["maxLength"] = limit
+    return schema
+
+
 def chat_messages(request) -> list[dict[str, str]]:
     """The request's system prompt and turns as OpenAI chat messages."""
     messages = []
@@ -110,7 +135,8 @@ def chat_request(request, *, model: str | None = None, max_tokens: int = DEFAULT
         body["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": "output", "strict": True,
-                            "schema": bound_lists(schema, max_list_items)},
+                            "schema": bound_strings(bound_lists(schema, max_list_items),
+                                                    body["max_tokens"])},
         }
     return body
 
@@ -146,6 +172,25 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
     )
 
 
+def _refuse_strings_at_their_bound(body: dict[str, Any], content: str, model: str) -> None:
+    """A free-text field that filled its whole `maxLength` was cut by the grammar, not
+    finished by the model: as loud as a reply cut at `max_tokens`."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    limits = {name: sub["maxLength"] for name, sub in (schema.get("properties") or {}).items()
+              if isinstance(sub, dict) and "maxLength" in sub}
+    if not limits:
+        return
+    try:
+        values = json.loads(content)
+    except ValueError:
+        return  # the adapter reports unparseable output itself
+    for name, limit in limits.items():
+        value = values.get(name) if isinstance(values, dict) else None
+        if isinstance(value, str) and len(value) >= limit:
+            raise OutputTruncated(f"{model}: field {name!r} reached its {limit}-character bound "
+                                  "(the output budget); the incomplete output was discarded")
+
+
 def _status(error: Any) -> int | None:
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, int) else None
@@ -167,7 +212,9 @@ class ChatEngine:
     def complete(self, request) -> Response:
         body = chat_request(request, model=self.request_model,
                             max_list_items=self.max_list_items)
-        return chat_response(self.send(body), self.name)
+        response = chat_response(self.send(body), self.name)
+        _refuse_strings_at_their_bound(body, response.message.text or "", self.name)
+        return response
 
     def close(self) -> None:
         pass

@@ -121,7 +121,7 @@ QWEN = OfflineModel(
     install_hint="pip install 'serc-dspy[local]'",
     n_ctx=16384,
     n_parallel=4,
-    cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 384, "queries": "facts",
+    cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 512, "queries": "facts",
                   "evidence": "passages", "verdicts": "fact"},
 )
 

@@ -80,7 +80,7 @@ class NameTheCity(dspy.Signature):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return embedded_lm("smollm2", max_tokens=48)
+    return embedded_lm("smollm2", max_tokens=64)
 
 
 @pytest.mark.embedded
@@ -113,12 +113,11 @@ def test_temperature_zero_is_deterministic_and_temperature_reaches_the_engine(sm
     texts = []
     with dspy.context(lm=smollm2, adapter=dspy.JSONAdapter()):
         for temperature in (0.0, 0.0, 0.7):
-            texts.append(dspy.Predict(AtomicFacts)(
-                subject="Marie Curie", sentence="Marie Curie won two Nobel Prizes.",
-                config={"temperature": temperature}).facts)
+            texts.append(dspy.Predict(NameTheCity)(
+                sentence="Anna was born in Warsaw.", config={"temperature": temperature}).city)
     assert texts[0] == texts[1]
     assert [b["temperature"] for b in sent] == [0.0, 0.0, 0.7]
-    assert all(b["max_tokens"] == 48 for b in sent)
+    assert all(b["max_tokens"] == 64 for b in sent)
     state = engine.dump_state()
     assert json.loads(json.dumps(state))["model_name"] == "smollm2"
     assert LlamaServerEngine.load_state(state).model_path == engine.model_path

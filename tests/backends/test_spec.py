@@ -21,9 +21,9 @@ def test_the_default_is_qwen_with_its_cpu_defaults():
     from serc_dspy.backends.spec import PAPER_DEFAULTS, run_defaults
 
     lm = lm_from_spec(None)
-    assert lm.model == "local/qwen1.5b" and lm.kwargs["max_tokens"] == 384
+    assert lm.model == "local/qwen1.5b" and lm.kwargs["max_tokens"] == 512
     assert lm_from_spec("local").model == "local/qwen1.5b"
-    assert run_defaults(None) == {"max_tokens": 384, "top_k": 3, "context_chars": 2400,
+    assert run_defaults(None) == {"max_tokens": 512, "top_k": 3, "context_chars": 2400,
                                   "workers": 4, "queries": "facts", "evidence": "passages",
                                   "verdicts": "fact"}
     assert run_defaults("openai/gpt-4o-mini") == PAPER_DEFAULTS
