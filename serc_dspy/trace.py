@@ -89,10 +89,12 @@ class Correction(BaseModel):
 
 
 class StepUsage(BaseModel):
-    """LM calls made (failed ones included, and also counted in `failed`) and their tokens."""
+    """LM calls made and their tokens; failed calls and DSPy cache hits are included in `calls`
+    and also counted in `failed` and `cached`."""
 
     calls: int = 0
     failed: int = 0
+    cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -103,6 +105,7 @@ class StepUsage(BaseModel):
     def add(self, other: StepUsage) -> None:
         self.calls += other.calls
         self.failed += other.failed
+        self.cached += other.cached
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
 

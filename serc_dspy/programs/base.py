@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import dspy
+from dspy.utils.usage_tracker import track_usage
 
 from serc_dspy.errors import DecodingFailed, UserError, redact
 from serc_dspy.retrieval.base import (
@@ -132,33 +133,31 @@ class TracedProgram(dspy.Module):
         if run.deadline is not None and time.monotonic() > run.deadline:
             raise DeadlineExceeded(f"the run's deadline of {self.deadline_s:g}s has passed; "
                                    f"{step} was not started")
-        settings: dict[str, Any] = {"track_usage": True}
+        settings: dict[str, Any] = {}
         if stage in self.lms:
             settings["lm"] = self.lms[stage]
         if self.adapter is not None:
             settings["adapter"] = self.adapter
-        with dspy.context(**settings):
+        model = getattr(settings.get("lm") or dspy.settings.lm, "model", "unknown")
+        # A tracker of our own, nested in any outer one (it rolls up into it on exit), so an
+        # outer `track_usage` can neither hide these calls from the trace nor lose them.
+        with dspy.context(**settings), track_usage() as tracker:
             try:
                 prediction = predictor(**inputs)
             except Exception:
-                lm = settings.get("lm") or dspy.settings.lm
                 with run.lock:
-                    run.trace.usage.record(step, getattr(lm, "model", "unknown"),
-                                           StepUsage(calls=1, failed=1))
+                    run.trace.usage.record(step, model, StepUsage(calls=1, failed=1))
                 raise
-        usage = prediction.get_lm_usage() or {}
+        entries = [(name, entry) for name, items in tracker.usage_data.items() for entry in items]
         with run.lock:
-            for model, counts in usage.items():
-                counts = counts or {}
-                run.trace.usage.record(
-                    step,
-                    model,
-                    StepUsage(
-                        calls=1,
-                        prompt_tokens=int(counts.get("prompt_tokens") or 0),
-                        completion_tokens=int(counts.get("completion_tokens") or 0),
-                    ),
-                )
+            if not entries:  # served from DSPy's cache: a call, but no tokens spent
+                run.trace.usage.record(step, model, StepUsage(calls=1, cached=1))
+            for name, entry in entries:
+                run.trace.usage.record(step, name, StepUsage(
+                    calls=1,
+                    prompt_tokens=int(entry.get("prompt_tokens") or 0),
+                    completion_tokens=int(entry.get("completion_tokens") or 0),
+                ))
         return prediction
 
     def initial_answer(self, run: Run, question: str, draft: str | None) -> str:

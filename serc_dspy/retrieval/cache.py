@@ -15,6 +15,7 @@ Failures are never stored: an outage must not become a permanent "no evidence".
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sqlite3
@@ -121,14 +122,35 @@ class CachedRetriever:
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
+        self._reset_handles()
+        if enabled:
+            self._db()  # fail at construction, not mid-run, if the path is unusable
+
+    def _reset_handles(self) -> None:
+        """Locks and SQLite connections belong to one process and object: copies and pickles
+        get fresh ones, and reopen the file lazily."""
         self._counts_lock = threading.Lock()
         self._key_locks = _KeyLocks()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._ready = False
-        if enabled:
-            self._db()  # fail at construction, not mid-run, if the path is unusable
+
+    _HANDLES = ("_counts_lock", "_key_locks", "_local", "_connections", "_connections_lock",
+                "_ready")
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in self._HANDLES}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset_handles()
+
+    def __deepcopy__(self, memo) -> CachedRetriever:
+        clone = type(self).__new__(type(self))
+        clone.__setstate__({**self.__getstate__(),
+                            "retriever": copy.deepcopy(self.retriever, memo)})
+        return clone
 
     @property
     def name(self) -> str:

@@ -211,6 +211,18 @@ class LocalCorpus:
         self._index.index(tokens, show_progress=False)
         self._lock = threading.Lock()
 
+    # Copies share the read-only index (DSPy optimizers deep-copy whole programs); a pickle
+    # leaves the lock behind and makes a new one.
+    def __deepcopy__(self, memo) -> LocalCorpus:
+        return self
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def name(self) -> str:
         return self._name

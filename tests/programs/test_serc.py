@@ -349,3 +349,30 @@ def test_runaway_polish_returns_the_reconstructed_draft():
     prediction, _, _ = run(PolishAnswer=lambda i: {"answer": i["draft"] + " more" * 400})
     assert prediction.answer == prediction.trace.reconstructed
     assert any(e.phase == "polish" and "ran away" in e.message for e in prediction.trace.events)
+
+
+def test_an_outer_usage_tracker_neither_hides_nor_loses_the_calls():
+    lm, engine = scripted_lm(handlers())
+    program = SERC(retriever=CountingRetriever())
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter(), track_usage=True):
+        with dspy.track_usage() as outer:
+            prediction = program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+    usage = prediction.trace.usage
+    assert usage.total.calls == len(engine.calls) > 0 and usage.total.failed == 0
+    assert len(outer.usage_data["local/scripted"]) == len(engine.calls)  # rolled up outside
+    assert usage.total.prompt_tokens == outer.get_total_tokens()["local/scripted"][
+        "prompt_tokens"]
+
+
+def test_cache_hits_are_counted_as_cached_calls():
+    lm, engine = scripted_lm(handlers())
+    cached_lm = lm.copy(cache=True)
+    program = SERC(retriever=CountingRetriever())
+    with dspy.context(lm=cached_lm, adapter=dspy.JSONAdapter()):
+        dspy.configure_cache(enable_memory_cache=True)
+        try:
+            program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+            again = program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace.usage
+        finally:
+            dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    assert again.total.cached == again.total.calls > 0 and again.total.prompt_tokens == 0

@@ -321,3 +321,22 @@ def test_processes_sharing_the_file_get_the_same_result(db: Path) -> None:
     assert outputs[0][0]["source"] in {"proc0", "proc1"}
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM retrievals").fetchone()[0] == 1
+
+
+def test_serc_with_local_and_cached_retrievers_deep_copies_and_pickles(tmp_path, caplog):
+    import copy
+    import logging
+    import pickle
+
+    from serc_dspy import SERC, LocalCorpus
+
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie was born in Warsaw in 1867."})
+    for retriever in (corpus, CachedRetriever(corpus, tmp_path / "c.sqlite")):
+        program = SERC(retriever=retriever)
+        with caplog.at_level(logging.WARNING):
+            twin = copy.deepcopy(program)
+        assert "Failed to deep copy" not in caplog.text
+        revived = pickle.loads(pickle.dumps(program))
+        for copy_ in (twin, revived):
+            [passage] = copy_.retriever("Warsaw", 1)
+            assert "Warsaw" in passage.text
