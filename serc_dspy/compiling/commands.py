@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import DecodingFailed, UserError
 
 
 def register(subparsers) -> None:
@@ -84,8 +84,10 @@ def _fmt(score) -> str:
 
 def run_compile(args) -> int:
     from serc_dspy.backends import lm_from_spec
+    from serc_dspy.backends.spec import DEFAULT_LM
     from serc_dspy.compiling.compile import STAGES, load_stage_data, save_results
 
+    args.lm = args.lm or DEFAULT_LM
     out = _check_args(args)
     stages = list(STAGES) if args.stage == "all" else [args.stage]
 
@@ -117,6 +119,11 @@ def run_compile(args) -> int:
     finally:
         evaluate_logger.setLevel(level)
     total = time.monotonic() - started
+    dead = [r for r in results if r.after.n and r.after.failures == r.after.n]
+    if dead:  # a state scored on nothing is not a compiled state: say so, save nothing
+        raise DecodingFailed(f"every dev example failed for stage(s) "
+                             f"{', '.join(r.stage for r in dead)}; nothing was saved (is the LM "
+                             "reachable and does it return parseable output?)")
     meta = {
         "command": "serc " + " ".join(shlex.quote(a) for a in _argv(args)),
         "lm": args.lm,

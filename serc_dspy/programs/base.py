@@ -115,6 +115,10 @@ class TracedProgram(dspy.Module):
             raise InputError(
                 f"unknown stage(s) {sorted(unknown)} in lms; valid stages: {', '.join(STAGES)}"
             )
+        not_lms = [stage for stage, lm in (lms or {}).items() if not isinstance(lm, dspy.BaseLM)]
+        if not_lms:
+            raise InputError(f"lms[{not_lms[0]!r}] is a {type(lms[not_lms[0]]).__name__}, not "
+                             "a DSPy LM; build one, e.g. dspy.LM(...) or lm_from_spec(...)")
         self.retriever = as_retriever(retriever) if retriever is not None else None
         self.top_k = top_k
         self.context_chars = context_chars

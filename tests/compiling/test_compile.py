@@ -160,3 +160,21 @@ def test_saved_state_is_plain_json(tmp_path, verdict_split):
     path = save_results([result], tmp_path / "v.json")
     document = json.loads(path.read_text(encoding="utf-8"))
     assert document["format"] == "serc-dspy-compiled-state"
+
+
+def test_cli_compile_fails_and_saves_nothing_when_every_dev_example_fails(monkeypatch, tmp_path,
+                                                                          capsys):
+    from scripted import scripted_lm
+
+    def refuse(inputs):
+        raise ConnectionRefusedError("connection refused")
+
+    lm, _ = scripted_lm({"JudgeFact": refuse})
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    root = make_data_dir(tmp_path)
+    out = tmp_path / "verify.json"
+    code = main(["compile", "--stage", "verify", "--optimizer", "labeled", "--train", "3",
+                 "--dev", "3", "--demos", "1", "--data", str(root), "--out", str(out),
+                 "--quiet"])
+    assert code == 1 and not out.exists()
+    assert "every dev example failed" in capsys.readouterr().err

@@ -376,3 +376,8 @@ def test_cache_hits_are_counted_as_cached_calls():
         finally:
             dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     assert again.total.cached == again.total.calls > 0 and again.total.prompt_tokens == 0
+
+
+def test_a_stage_lm_that_is_not_an_lm_is_refused():
+    with pytest.raises(InputError, match="not a DSPy LM"):
+        SERC(retriever=CountingRetriever(), lms={"verify": "openai/gpt-4o-mini"})
