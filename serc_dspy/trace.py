@@ -223,6 +223,15 @@ class Trace(BaseModel):
                 counts.unverified += 1
         return counts
 
+    def __repr__(self) -> str:
+        """One line: printing a prediction must not dump the whole graph (`to_json` does)."""
+        return (f"Trace(method={self.method!r}, status={self.status!r}, "
+                f"sentences={len(self.sentences)}, facts={len(self.facts)}, "
+                f"checks={len(self.checks)}, corrections={len(self.corrections)}, "
+                f"events={len(self.events)}, calls={self.usage.total.calls})")
+
+    __str__ = __repr__
+
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)
 

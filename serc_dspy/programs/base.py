@@ -100,8 +100,9 @@ class TracedProgram(dspy.Module):
         progress: ProgressCallback | None = None,
         on_error: OnError = "degrade",
         deadline_s: float | None = None,
+        callbacks: list[Any] | None = None,
     ):
-        super().__init__()
+        super().__init__(callbacks=callbacks)
         if on_error not in ("degrade", "raise"):
             raise InputError(f"on_error must be 'degrade' or 'raise', got {on_error!r}")
         if top_k < 1:
@@ -131,6 +132,17 @@ class TracedProgram(dspy.Module):
             raise InputError(f"deadline_s must be positive, got {deadline_s}")
         self.deadline_s = deadline_s
         self.answerer = dspy.Predict(AnswerQuestion)
+
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+        """`await program.acall(...)`: the same decoding, off the event loop.
+
+        The pipeline runs in a worker thread (DSPy's settings travel with the context); its
+        independent calls still fan out on the thread pool, so an event loop (a notebook, a
+        server) is never blocked and `asyncio.run` is not needed.
+        """
+        import asyncio
+
+        return await asyncio.to_thread(self.forward, question, draft)
 
     # -- LM calls -------------------------------------------------------------------------
     def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):

@@ -43,3 +43,24 @@ def test_the_server_dies_with_its_client(sig):
     finally:
         client.kill()
         client.wait()
+
+
+def test_workers_go_even_when_the_leader_died_first(tmp_path):
+    from serc_dspy.backends.launcher import free_port, managed_server
+
+    port = free_port()
+    leader = f"{sys.executable} -m http.server {port} --bind 127.0.0.1 & wait"
+    with managed_server(["sh", "-c", leader], port=port, ready_path="/", timeout=30,
+                        log_path=tmp_path / "log") as server:
+        group = server.process.pid
+        os.kill(group, signal.SIGKILL)  # the leader dies; its worker (the real server) stays
+        server.process.wait(5)
+        os.killpg(group, 0)  # the worker is still in the group
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail("the server's worker outlived the managed_server block")

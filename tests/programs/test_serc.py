@@ -381,3 +381,42 @@ def test_cache_hits_are_counted_as_cached_calls():
 def test_a_stage_lm_that_is_not_an_lm_is_refused():
     with pytest.raises(InputError, match="not a DSPy LM"):
         SERC(retriever=CountingRetriever(), lms={"verify": "openai/gpt-4o-mini"})
+
+
+def test_a_prediction_prints_short():
+    prediction, _, _ = run()
+    text = repr(prediction)
+    assert len(text) < 2000 and "Trace(method='serc', status='decoded'" in text
+
+
+def test_callbacks_see_the_module_call():
+    from dspy.utils.callback import BaseCallback
+
+    seen = []
+
+    class Record(BaseCallback):
+        def on_module_start(self, call_id, instance, inputs):
+            seen.append(type(instance).__name__)
+
+    lm, _ = scripted_lm(handlers())
+    program = SERC(retriever=CountingRetriever(), callbacks=[Record()])
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+    assert seen and seen[0] == "SERC"
+
+
+def test_acall_gives_the_sync_trace():
+    import asyncio
+
+    lm, engine = scripted_lm(handlers())
+    program = SERC(retriever=CountingRetriever())
+
+    async def decode():
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            return await program.acall(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+
+    async_trace = asyncio.run(decode()).trace
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        sync_trace = program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace
+    assert [f.model_dump() for f in async_trace.facts] == [f.model_dump() for f in sync_trace.facts]
+    assert async_trace.answer == sync_trace.answer and async_trace.usage.total.calls > 0
