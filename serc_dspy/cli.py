@@ -101,7 +101,7 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--deadline", type=positive, default=None, metavar="SECONDS",
                          help="overall time limit; steps not started by then degrade (logged)")
     command.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
-                         help="per-call timeout of a server LM (default 300)")
+                         help="per-call timeout of a server LM (default 120)")
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")

@@ -32,7 +32,8 @@ DEFAULT_MAX_TOKENS = 512
 # A small model under a schema can repeat list items until it runs out of tokens; a bound on
 # list length keeps every answer short enough to close its JSON.
 DEFAULT_MAX_LIST_ITEMS = 12
-DEFAULT_TIMEOUT_S = 300.0
+# Seconds per server call: ample for a GPU server, short enough to give up on a hung one.
+DEFAULT_TIMEOUT_S = 120.0
 API_KEY_ENV = "SERC_LM_API_KEY"
 
 

@@ -49,7 +49,7 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
     """Build a DSPy LM from a spec string (see the module docstring for the forms).
 
     `max_tokens=None` takes a named offline model's CPU default (else 512). `timeout` bounds
-    each HTTP call of a server LM (seconds; default 300).
+    each HTTP call of a server LM (seconds; default 120).
     """
     spec = (spec or DEFAULT_LM).strip()
     kind, sep, value = spec.partition("=")
