@@ -18,6 +18,7 @@ silently.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from serc_dspy.text import split_sentences
 
@@ -137,13 +138,38 @@ def _key_terms(words: list[str], skip: set[str]) -> tuple[set[str], set[str]]:
     return numbers, names
 
 
-def substituted_detail(claim: str, quote: str, subject: str) -> str | None:
+@dataclass(frozen=True)
+class Substitution:
+    """What a cited quote says instead of the claim; `old`/`new` are set when exactly one
+    detail was swapped, so the claim can be corrected by swapping it back."""
+
+    reason: str
+    old: str | None = None
+    new: str | None = None
+
+    def apply(self, claim: str) -> str | None:
+        """The claim with `old` replaced by `new` (whole words), or None if not applicable."""
+        if not (self.old and self.new):
+            return None
+        fixed, count = re.subn(rf"(?<!\w){re.escape(self.old)}(?!\w)", self.new, claim)
+        return fixed if count else None
+
+
+def _original_case(term: str, words: list[str]) -> str:
+    return next((w for w in words if w.lower() == term), term)
+
+
+def substituted_detail(claim: str, quote: str, subject: str, *,
+                       same_event: bool = True) -> Substitution | None:
     """The detail a cited evidence sentence gives another value for, or None.
 
     Small verifiers quote the right sentence and still answer SUPPORTED ("born in Kraków"
     against "born ... in Warsaw"). When the quote is about the same event (half its content
     words shared, and the same date if the claim has one) and both sides carry a number, or a
     name, that the other lacks, the quote substitutes that detail: the claim is contradicted.
+    `same_event=False` skips the same-event test, for a claim already judged CONTRADICTED
+    whose swapped detail is wanted. Numbers pair with numbers of as many digits (a year with
+    a year, not with the day of the month).
     """
     claim_words, quote_words = _words(claim), _words(quote)
     skip = {w.lower() for w in _words(subject)}
@@ -156,22 +182,63 @@ def substituted_detail(claim: str, quote: str, subject: str) -> str | None:
     if not c_words or not q_words:
         return None
     shared = len(c_words & q_words)
-    if max(shared / len(c_words), shared / len(q_words)) < SAME_EVENT_SHARE:
+    if same_event and max(shared / len(c_words), shared / len(q_words)) < SAME_EVENT_SHARE:
         return None
     c_numbers, c_names = _key_terms(claim_words, skip)
     q_numbers, q_names = _key_terms(quote_words, skip)
     q_name_stems = {_stem(n) for n in q_names}
     c_name_stems = {_stem(n) for n in c_names}
-    if c_numbers - q_numbers and q_numbers - c_numbers:
-        return (f"the evidence says {', '.join(sorted(q_numbers - c_numbers))} where the claim "
-                f"says {', '.join(sorted(c_numbers - q_numbers))}")
-    claim_only = {n for n in c_names if _stem(n) not in q_name_stems}
-    quote_only = {n for n in q_names if _stem(n) not in c_name_stems}
-    anchored = not c_numbers or bool(c_numbers & q_numbers)  # a dated claim, a dated quote
-    if claim_only and quote_only and anchored:
-        return (f"the evidence says {', '.join(sorted(quote_only))} where the claim says "
-                f"{', '.join(sorted(claim_only))}")
-    return None
+    pairs = []
+    claim_numbers = c_numbers - q_numbers
+    shapes = {len(n) for n in claim_numbers}
+    quote_numbers = {n for n in q_numbers - c_numbers if len(n) in shapes}
+    if claim_numbers and quote_numbers:
+        pairs = [(claim_numbers, quote_numbers)]
+    else:
+        claim_only = {n for n in c_names if _stem(n) not in q_name_stems}
+        quote_only = {n for n in q_names if _stem(n) not in c_name_stems}
+        anchored = (not same_event or not c_numbers  # a dated claim needs a dated quote
+                    or bool(c_numbers & q_numbers))
+        if claim_only and quote_only and anchored:
+            pairs = [(claim_only, quote_only)]
+    if not pairs:
+        return None
+    olds, news = pairs[0]
+    reason = (f"the evidence says {', '.join(sorted(news))} where the claim says "
+              f"{', '.join(sorted(olds))}")
+    if len(olds) == 1 and len(news) == 1:
+        return Substitution(reason, _original_case(next(iter(olds)), claim_words),
+                            _original_case(next(iter(news)), quote_words))
+    return Substitution(reason)
+
+
+def loses_content(original: str, fixed: str, kept_aside: str | None = None,
+                  share: float = 0.3) -> bool:
+    """True when a fix drops more than `share` of its fact's content words (the swapped detail
+    aside): a correction must change the wrong detail, not rewrite the fact away."""
+    def stems(text: str) -> set[str]:
+        return {_stem(w) for w in _words(text) if w.lower() not in _STOP
+                and (len(w) > 2 or _is_number(w))}
+
+    wanted = stems(original) - stems(kept_aside or "")
+    return bool(wanted) and len(wanted - stems(fixed)) > share * len(wanted)
+
+
+_CLAUSE = re.compile(r",\s+and\s+(she|he|they|it|her|his|their|its)\s+(?=\S+\s+\S+)",
+                     re.IGNORECASE)
+
+
+def split_clauses(fact: str, name: str) -> list[str]:
+    """Split "X did A, and her B was C" into two facts, the pronoun replaced by the name, so a
+    correction of one clause cannot take the other clause with it."""
+    match = _CLAUSE.search(fact)
+    if not name or match is None:
+        return [fact]
+    pronoun = match.group(1).lower()
+    lead = fact[:match.start()].rstrip(" ,") + "."
+    who = name if pronoun in ("she", "he", "they", "it") else f"{name}'s"
+    rest = fact[match.end():].strip()
+    return [lead, f"{who} {rest}"]
 
 
 def unstated_details(sentence: str, facts: list[str], subject: str) -> str | None:

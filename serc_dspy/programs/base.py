@@ -56,6 +56,9 @@ class Run:
     lock: threading.Lock = field(default_factory=threading.Lock)
     deadline: float | None = None
     """`time.monotonic()` after which no new LM call starts (steps then degrade)."""
+    substitutions: dict[str, Any] = field(default_factory=dict)
+    """fact id -> the detail its cited quote swaps (facts.Substitution), found in detection
+    and used by correction when the LM's own fix fails or rewrites the fact away."""
 
     def log(self, phase: str, message: str, kind: str = "info") -> None:
         with self.lock:

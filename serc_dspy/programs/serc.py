@@ -12,6 +12,7 @@ failed correction keeps the fact (`uncorrected`); a failed rewrite keeps the ori
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,9 @@ from serc_dspy.entities import Descriptor, more_specific, same_name
 from serc_dspy.errors import UserError, describe
 from serc_dspy.facts import (
     clean_facts,
+    loses_content,
     not_a_statement,
+    split_clauses,
     substituted_detail,
     unstated_details,
 )
@@ -391,6 +394,8 @@ class SERC(TracedProgram):
                     f"items; read the first {4 * self.max_facts_per_sentence} "
                     "(max_facts_per_sentence)", "fallback")
             raw = raw[:4 * self.max_facts_per_sentence]
+        name = subject_name(run.trace.subject)
+        raw = [part for item in raw for part in split_clauses(str(item), name)]
         facts, dropped = clean_facts(raw, sentence.text, run.trace.subject)
         if len(facts) > self.max_facts_per_sentence:
             run.log("decompose", f"sentence {sentence.index}: {len(facts)} facts; kept the first "
@@ -490,13 +495,17 @@ class SERC(TracedProgram):
         """Hold a cited verdict to its own quote: a quote really taken from the evidence that
         gives another value for one of the claim's details contradicts the claim, whatever a
         small model answered."""
-        if fact.verdict == "CONTRADICTED" or not fact.quote:
-            return
-        if normalise(fact.quote) not in normalise(evidence):
+        if not fact.quote or normalise(fact.quote) not in normalise(evidence):
             return  # not a quotation of the evidence: nothing to hold the verdict to
-        reason = substituted_detail(fact.text, fact.quote, run.trace.subject)
-        if reason:
-            run.log("detect", f"fact {fact.id}: judged {fact.verdict}, but {reason}; "
+        judged_wrong = fact.verdict == "CONTRADICTED"
+        swap = substituted_detail(fact.text, fact.quote, run.trace.subject,
+                                  same_event=not judged_wrong)
+        if swap is None:
+            return
+        with run.lock:
+            run.substitutions[fact.id] = swap
+        if not judged_wrong:
+            run.log("detect", f"fact {fact.id}: judged {fact.verdict}, but {swap.reason}; "
                     "CONTRADICTED", "fallback")
             fact.verdict = "CONTRADICTED"
 
@@ -580,10 +589,28 @@ class SERC(TracedProgram):
                 run.log("correct", f"sentence {sentence}: a contradicted fact got no usable fix; "
                         "retrying once", "fallback")
         for fact in wrong:
+            self.swap_back(run, fact)
             if fact.status == "pending":
                 fact.status = "uncorrected"
                 run.log("correct", f"fact {fact.id} stays contradicted and uncorrected",
                         "fallback")
+
+    def swap_back(self, run: Run, fact: Fact) -> None:
+        """When the quote swapped exactly one detail, the minimal correction is to swap it back.
+        It stands in for an LM fix that is missing, empty, or rewrites the fact's other
+        details away (a small model copies the quote over the fact)."""
+        swap = run.substitutions.get(fact.id)
+        minimal = swap.apply(fact.text) if swap is not None else None
+        if minimal is None:
+            return
+        if fact.status == "corrected" and not loses_content(fact.text, fact.correction or "",
+                                                            swap.old):
+            return
+        why = ("instead of a fix that dropped other details" if fact.status == "corrected"
+               else "no usable fix")
+        run.log("correct", f"fact {fact.id}: {swap.old} -> {swap.new} from its quote ({why})",
+                "fallback")
+        fact.correction, fact.status = minimal, "corrected"
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
                   related: list[Fact]) -> bool:
@@ -726,6 +753,13 @@ class _LazyContext:
                     self.run.log("align", f"question retrieval failed: {exc}", "error")
         return self.passages
 
+
+
+def subject_name(subject: str) -> str:
+    """The name in a `Name (Characteristic)` subject; empty when the subject is no name (the
+    question itself, with the firewall off)."""
+    name = re.sub(r"\s*\([^)]*\)\s*$", "", subject or "").strip()
+    return name if 0 < len(name.split()) <= 5 and not name.endswith("?") else ""
 
 
 def _as_sentence(fact: str) -> str:
