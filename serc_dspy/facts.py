@@ -44,7 +44,8 @@ later earlier first became become becomes becoming known named called made make 
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text or "")
+    """Words and numbers; a possessive is its name ("Curie's" -> "Curie")."""
+    return [w[:-2] if w[-2:].lower() in ("'s", "’s") else w for w in _WORD.findall(text or "")]
 
 
 def _stem(word: str) -> str:

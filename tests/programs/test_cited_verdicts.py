@@ -60,3 +60,9 @@ def test_a_swap_pairs_a_year_with_a_year_not_with_the_day():
     assert substituted_detail("Ada Ruiz moved to Lyon in 1905.",
                               "In 1905 Ada Ruiz moved to Lyon and taught there.",
                               "Ada Ruiz") is None
+
+
+def test_a_possessive_is_the_name_itself():
+    quote = "Her birth name was Maria Salomea Skłodowska, and she was born in Warsaw."
+    assert substituted_detail("Marie Curie's birth name was Maria Salomea Skłodowska.", quote,
+                              "Marie Curie") is None
