@@ -79,8 +79,11 @@ def not_a_statement(fact: str) -> str | None:
     return None
 
 
-def ungrounded(fact: str, sentence: str, subject: str) -> str | None:
-    """Why `fact` says something its sentence (or the subject) does not, or None if grounded."""
+def ungrounded(fact: str, sentence: str, subject: str, *, words: bool = True) -> str | None:
+    """Why `fact` says something its sentence (or the subject) does not, or None if grounded.
+
+    `words=False` checks numbers and names only (a rewording may change the other words).
+    """
     source = _words(sentence) + _words(subject)
     exact = {w.lower() for w in source}
     stems = {_stem(w) for w in source if not _is_number(w)}
@@ -98,7 +101,7 @@ def ungrounded(fact: str, sentence: str, subject: str) -> str | None:
     if names:
         return f"name(s) {', '.join(names)} not in the sentence"
     missing = [w for w in content if not known(w)]
-    if content and len(missing) > max(1, MAX_UNGROUNDED_SHARE * len(content)):
+    if words and content and len(missing) > max(1, MAX_UNGROUNDED_SHARE * len(content)):
         return f"word(s) {', '.join(missing)} not in the sentence"
     return None
 
@@ -248,9 +251,9 @@ def unstated_details(sentence: str, facts: list[str], subject: str) -> str | Non
     It must keep every number and name of its facts, and add none the facts do not have.
     """
     source = " ".join(facts)
-    added = ungrounded(sentence, source, subject)
-    if added and not added.startswith("word"):
-        return f"it adds {added.split(' not in')[0]}"
+    added = ungrounded(sentence, source, subject, words=False)
+    if added:
+        return f"it adds {added.removesuffix(' not in the sentence')}"
     have = {w.lower() for w in _words(sentence)}
     lost = sorted({w for w in _words(source) if (_is_number(w) or w[0].isupper())
                    and w.lower() not in have and w.lower() not in _STOP})

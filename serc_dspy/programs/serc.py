@@ -681,15 +681,14 @@ class SERC(TracedProgram):
                 run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
                         "short; kept the original sentence", "fallback")
                 sentence.kept_verbatim, text = True, sentence.text
-            elif is_runaway(text, " ".join(facts)):
-                # A weak model can loop or recite its instructions; the corrected facts are
-                # complete sentences, so stating them is safe, unlike the original sentence.
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} ran away "
-                        f"({len(text)} characters); stated its facts instead", "fallback")
-                text = " ".join(_as_sentence(fact) for fact in facts)
-            elif reason := unstated_details(text, facts, trace.subject):
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} is not faithful "
-                        f"to its facts ({reason}); stated its facts instead", "fallback")
+            elif problem := (
+                    f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(facts))
+                    else _unfaithful(unstated_details(text, facts, trace.subject))):
+                # A weak model loops, recites its instructions, or drops or adds a detail; the
+                # corrected facts are complete sentences, so stating them is safe, unlike the
+                # original sentence.
+                run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; "
+                        "stated its facts instead", "fallback")
                 text = " ".join(_as_sentence(fact) for fact in facts)
             sentence.rewritten = text
 
@@ -760,6 +759,10 @@ def subject_name(subject: str) -> str:
     question itself, with the firewall off)."""
     name = re.sub(r"\s*\([^)]*\)\s*$", "", subject or "").strip()
     return name if 0 < len(name.split()) <= 5 and not name.endswith("?") else ""
+
+
+def _unfaithful(reason: str | None) -> str | None:
+    return f"is not faithful to its facts ({reason})" if reason else None
 
 
 def _as_sentence(fact: str) -> str:
