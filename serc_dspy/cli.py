@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommand groups that live next to the code they drive; each exposes `register(subparsers)`
 # and sets `handler(args) -> int` on its parsers.
-_COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.commands")
+_COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.commands",
+                    "serc_dspy.bench")
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:
@@ -70,7 +71,8 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                               "openai=URL#MODEL | PROVIDER/MODEL")
     command.add_argument("--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
                          help="a different LM for one stage (generate, firewall, decompose, "
-                              "verify, correct, rewrite, polish); repeatable")
+                              "verify, correct, rewrite, polish) or one predictor (e.g. "
+                              "fact_checker); repeatable")
     command.add_argument("--max-tokens", type=positive, default=None,
                          help="max new tokens per call (default: the model's, else 512)")
     command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
@@ -95,9 +97,14 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                               "default, else 20000)")
     command.add_argument("--workers", type=positive, default=None,
                          help="concurrent LM calls (default: the engine's slots, else 4)")
-    command.add_argument("--compiled", metavar="PATH_OR_NAME",
+    prompts = command.add_mutually_exclusive_group()
+    prompts.add_argument("--compiled", metavar="PATH_OR_NAME",
                          help="SERC methods: apply a compiled state saved by `serc compile` "
-                              "(a .json path, or a packaged name such as verify_smollm2)")
+                              "(a .json path, or a packaged name such as verify_smollm2); "
+                              "default: the model's own packaged state, if it ships one")
+    prompts.add_argument("--frozen", action="store_true",
+                         help="SERC methods: the paper's frozen prompts, even for a model "
+                              "that ships a compiled state")
     command.add_argument("--deadline", type=positive, default=None, metavar="SECONDS",
                          help="overall time limit; steps not started by then degrade (logged)")
     command.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
@@ -231,6 +238,7 @@ def run(args) -> int:
         **({"use_retrieval": False} if args.no_retrieval else {}),
         **({"density": args.density} if args.density else {}),
         **({"compiled": args.compiled} if args.compiled else {}),
+        **({"compiled": None} if args.frozen else {}),
         max_facts_per_check=args.max_facts_per_check,
         queries=args.queries,
         evidence=args.evidence,

@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
+from serc_dspy.backends.chat import stream_events
 from serc_dspy.retrieval import LocalCorpus
 
 _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\Z)", re.S)
@@ -68,6 +69,9 @@ class ScriptedEngine:
                                     output_tokens=len(json.dumps(outputs)) // 4,
                                     total_tokens=0))
 
+    def stream(self, request):
+        return stream_events(self.complete(request))
+
     def of(self, name: str) -> list[dict[str, Any]]:
         return [c for c in self.calls if c["signature"] == name]
 
@@ -78,6 +82,10 @@ class AsyncScriptedEngine:
 
     async def complete(self, request) -> Response:
         return self.sync.complete(request)
+
+    async def stream(self, request):
+        for event in self.sync.stream(request):
+            yield event
 
 
 def _signature_index() -> list[tuple[str, str]]:

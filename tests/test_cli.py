@@ -133,7 +133,7 @@ def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):
     lm, _ = scripted_lm(_handlers())
     monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: lm)
     code = main(["ask", "q", "--corpus", str(EXAMPLES / "corpus"), "--stage-lm", "verfy=local"])
-    assert code == 2 and "unknown stage" in capsys.readouterr().err
+    assert code == 2 and "unknown key(s) ['verfy']" in capsys.readouterr().err
 
 
 def test_cache_option_makes_a_rerun_retrieval_free(scripted, capsys, tmp_path, monkeypatch):

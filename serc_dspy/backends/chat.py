@@ -19,12 +19,14 @@ import asyncio
 import copy
 import json
 import os
+import re
 import urllib.error
 import urllib.request
 from typing import Any
 
 from dspy import lm15
-from dspy.lm15 import Message, Response, TextPart, Usage
+from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from serc_dspy.errors import UserError
 
@@ -197,6 +199,27 @@ def _status(error: Any) -> int | None:
     return code if isinstance(code, int) else None
 
 
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+def stream_events(response: Response):
+    """A finished response as stream events, its text cut into word-sized deltas.
+
+    DSPy's stream listeners find a field's start and end markers across chunks; a whole reply
+    in one delta never shows them as separate chunks, and no field would ever be streamed.
+    """
+    for event in response_to_events(response):
+        delta = getattr(event, "delta", None)
+        if not isinstance(delta, TextDelta) or not delta.text:
+            yield event
+            continue
+        for number, piece in enumerate(_PIECE.findall(delta.text)):
+            yield StreamDeltaEvent(delta=TextDelta(
+                text=piece, part_index=delta.part_index,
+                logprobs=delta.logprobs if number == 0 else (),
+                logprobs_complete=delta.logprobs_complete))
+
+
 class ChatEngine:
     """A DSPy engine that sends `chat_request` bodies through `send(body) -> dict`."""
 
@@ -217,6 +240,11 @@ class ChatEngine:
         _refuse_strings_at_their_bound(body, response.message.text or "", self.name)
         return response
 
+    def stream(self, request):
+        """DSPy's streaming interface (`dspy.streamify`): the checked response as stream
+        events once it is complete (one text delta), never a half-parsed one."""
+        return stream_events(self.complete(request))
+
     def close(self) -> None:
         pass
 
@@ -232,6 +260,10 @@ class ThreadedAsyncEngine:
 
     async def complete(self, request) -> Response:
         return await asyncio.to_thread(self.sync.complete, request)
+
+    async def stream(self, request):
+        for event in stream_events(await self.complete(request)):
+            yield event
 
     async def aclose(self) -> None:
         self.sync.close()

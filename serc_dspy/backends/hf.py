@@ -28,6 +28,7 @@ from serc_dspy.backends.chat import (
     bound_lists,
     chat_messages,
     requested_schema,
+    stream_events,
 )
 
 # import name -> pip name, in the order to install them.
@@ -287,6 +288,10 @@ class TransformersEngine:
                 total_tokens=prompt_tokens + completion_tokens,
             ),
         )
+
+    def stream(self, request):
+        """DSPy's streaming interface: the finished response as stream events."""
+        return stream_events(self.complete(request))
 
     def close(self) -> None:
         with self._lock:

@@ -68,6 +68,9 @@ class OfflineModel:
     n_ctx: int = 8192
     n_parallel: int = 2
     cpu_defaults: dict[str, Any] = field(default_factory=dict)
+    compiled: str | None = None
+    """A packaged compiled state (`serc_dspy/compiled/NAME.json`) that beat the frozen prompts
+    for this model on held-out data; SERC applies it by default when it runs with this model."""
 
     @property
     def assembled(self) -> bool:
@@ -341,3 +344,9 @@ def model_status(model: OfflineModel) -> dict[str, Any]:
 
 _register(QWEN)
 _register(SMOLLM2)
+
+
+def model_of_lm(lm: Any) -> OfflineModel | None:
+    """The named offline model an LM runs (`embedded_lm("qwen1.5b")` is `local/qwen1.5b`)."""
+    name = str(getattr(lm, "model", "") or "")
+    return MODELS.get(name.removeprefix("local/")) if name.startswith("local/") else None

@@ -80,7 +80,8 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
 
 
 def parse_stage_lms(items: list[str], **settings: Any) -> dict[str, dspy.LM]:
-    """`["verify=openai/gpt-4o", ...]` -> {"verify": LM}; stage names are checked by SERC."""
+    """`["verify=openai/gpt-4o", ...]` -> {"verify": LM}; the keys (stages or predictor
+    names) are checked by the program."""
     lms: dict[str, dspy.LM] = {}
     for item in items or []:
         stage, sep, spec = item.partition("=")

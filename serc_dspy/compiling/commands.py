@@ -19,7 +19,7 @@ from serc_dspy.errors import DecodingFailed, UserError
 
 
 def register(subparsers) -> None:
-    from serc_dspy.compiling.compile import DEFAULT_DEMOS, OPTIMIZERS, STAGES
+    from serc_dspy.compiling.compile import DEFAULT_DEMOS, STAGES
 
     stages = ", ".join(f"{s.name} ({s.predictor}: {s.description})" for s in STAGES.values())
     command = subparsers.add_parser(
@@ -30,9 +30,12 @@ def register(subparsers) -> None:
     )
     command.add_argument("--stage", required=True, choices=[*STAGES, "all"],
                          help="which stage to compile; 'all' compiles each into one state")
-    command.add_argument("--optimizer", choices=OPTIMIZERS, default="labeled",
+    command.add_argument("--optimizer", default="labeled", metavar="NAME",
                          help="labeled = LabeledFewShot, bootstrap = BootstrapFewShot, "
-                              "mipro = MIPROv2 (auto=light; needs optuna)")
+                              "mipro = MIPROv2 (auto=light; needs optuna), or any DSPy "
+                              "teleprompter by class name (SIMBA, "
+                              "BootstrapFewShotWithRandomSearch) or import path "
+                              "(package.module:Class); it gets the stage's metric")
     command.add_argument("--train", type=int, default=16, metavar="N",
                          help="training examples per stage (default 16)")
     command.add_argument("--dev", type=int, default=40, metavar="N",

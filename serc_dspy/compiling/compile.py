@@ -33,8 +33,8 @@ from serc_dspy.compiling.devsets import (
     macro_f1,
     verdict_metric,
 )
-from serc_dspy.compiling.state import save_compiled
 from serc_dspy.errors import UserError
+from serc_dspy.states import save_compiled
 
 OPTIMIZERS = ("labeled", "bootstrap", "mipro")
 DEFAULT_DEMOS = 4
@@ -227,7 +227,46 @@ def make_optimizer(optimizer: str, stage: str, *, demos: int, trainsize: int,
             metric=spec.metric, auto="light", max_bootstrapped_demos=demos,
             max_labeled_demos=demos, num_threads=num_threads, max_errors=trainsize + 1,
             seed=seed, metric_threshold=spec.threshold)
-    raise UserError(f"unknown optimizer {optimizer!r}; valid optimizers: {', '.join(OPTIMIZERS)}")
+    return _any_teleprompter(optimizer, spec, demos=demos, num_threads=num_threads, seed=seed)
+
+
+def resolve_teleprompter(name: str) -> type:
+    """A DSPy teleprompter class by name (`SIMBA`, `BootstrapFewShotWithRandomSearch`) or by
+    import path (`package.module:Class` or `package.module.Class`)."""
+    import importlib
+    import inspect
+
+    found = None
+    if ":" in name or "." in name:
+        module_name, _, attr = name.replace(":", ".").rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module_name), attr, None)
+        except ImportError as exc:
+            raise UserError(f"cannot import optimizer {name!r}: {exc}") from None
+    else:
+        found = getattr(dspy, name, None) or getattr(dspy.teleprompt, name, None)
+    if not (inspect.isclass(found) and issubclass(found, dspy.teleprompt.Teleprompter)):
+        raise UserError(f"unknown optimizer {name!r}: give {', '.join(OPTIMIZERS)}, a DSPy "
+                        "teleprompter class name (e.g. SIMBA) or an import path "
+                        "(package.module:Class)")
+    return found
+
+
+def _any_teleprompter(name: str, spec: StageSpec, *, demos: int, num_threads: int, seed: int):
+    """Build any teleprompter with the stage's metric and the options it accepts."""
+    import inspect
+
+    cls = resolve_teleprompter(name)
+    accepted = inspect.signature(cls.__init__).parameters
+    wanted = {"metric": spec.metric, "max_bootstrapped_demos": demos,
+              "max_labeled_demos": demos, "num_threads": num_threads, "seed": seed,
+              "metric_threshold": spec.threshold}
+    options = {k: v for k, v in wanted.items() if k in accepted}
+    try:
+        return cls(**options)
+    except Exception as exc:  # a teleprompter needing more (GEPA: reflection_lm...) says so
+        raise UserError(f"cannot build optimizer {name} with {sorted(options)}: "
+                        f"{type(exc).__name__}: {exc}") from None
 
 
 def run_optimizer(optimizer: str, student: StageProgram, trainset: list[dspy.Example],
@@ -280,8 +319,7 @@ def compile_stage(stage: str, split: Split, *, lm: dspy.LM, optimizer: str = "la
     say = log or (lambda message: None)
     spec = get_stage(stage)
     if optimizer not in OPTIMIZERS:
-        raise UserError(f"unknown optimizer {optimizer!r}; valid optimizers: "
-                        f"{', '.join(OPTIMIZERS)}")
+        resolve_teleprompter(optimizer)  # fail before any LM call
     if not split.train or not split.dev:
         raise UserError(f"stage {stage!r} needs train and dev examples, got "
                         f"{len(split.train)} train / {len(split.dev)} dev")

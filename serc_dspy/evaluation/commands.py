@@ -84,6 +84,9 @@ def _register_run(subparsers) -> None:
                      help="passages per query (default: the model's CPU default, else 8)")
     run.add_argument("--context-chars", type=positive, default=None,
                      help="cap on retrieved context per query (default: the model's, else 20000)")
+    run.add_argument("--frozen", action="store_true",
+                     help="SERC methods: the paper's frozen prompts, not the model's packaged "
+                          "compiled state")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(handler=run_command)
 
@@ -134,6 +137,7 @@ def run_command(args) -> int:
         top_k=args.top_k, context_chars=args.context_chars, max_workers=args.method_workers,
         queries=defaults["queries"], evidence=defaults["evidence"],
         verdicts=defaults["verdicts"],
+        **({"compiled": None} if args.frozen else {}),
     )
     print(f"{args.method} on {args.dataset}: {summary.completed} run "
           f"({summary.failed} failed), {summary.skipped} already done, "

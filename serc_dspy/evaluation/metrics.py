@@ -47,6 +47,7 @@ from serc_dspy.errors import describe
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
 from serc_dspy.signatures import AtomicFacts, ClaimSupported, JudgeTruthfulness
 from serc_dspy.signatures.evaluation import SupportLabel
+from serc_dspy.steps import model_name, tracked_call
 from serc_dspy.text import is_refusal, split_sentences
 from serc_dspy.trace import StepUsage, Usage
 
@@ -62,10 +63,6 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _model_name(lm: Any) -> str:
-    return str(getattr(lm, "model", None) or "unknown")
-
-
 class UsageMeter:
     """Counts LM calls and tokens of scoring steps into a `Usage`, safely across threads.
 
@@ -78,19 +75,11 @@ class UsageMeter:
         self.lock = threading.Lock()
 
     def call(self, step: str, predictor: dspy.Predict, lm: Any = None, **inputs):
-        settings: dict[str, Any] = {"track_usage": True}
-        if lm is not None:
-            settings["lm"] = lm
-        with dspy.context(**settings):
-            prediction = predictor(**inputs)
-        with self.lock:
-            for model, counts in (prediction.get_lm_usage() or {}).items():
-                counts = counts or {}
-                self.usage.record(step, model, StepUsage(
-                    calls=1,
-                    prompt_tokens=int(counts.get("prompt_tokens") or 0),
-                    completion_tokens=int(counts.get("completion_tokens") or 0)))
-        return prediction
+        def record(model: str, usage: StepUsage) -> None:
+            with self.lock:
+                self.usage.record(step, model, usage)
+
+        return tracked_call(predictor, record, lm=lm, **inputs)
 
 
 def _retry_config(attempt: int) -> dict[str, Any]:
@@ -368,7 +357,7 @@ class TruthfulnessJudge:
         self.predictor = dspy.Predict(JudgeTruthfulness)
 
     def _judge_once(self, lm: Any, meter: UsageMeter, inputs: Mapping[str, Any]) -> Judgment:
-        name = _model_name(lm if lm is not None else dspy.settings.lm)
+        name = model_name(lm if lm is not None else dspy.settings.lm)
         judgment = Judgment(judge=name)
         for attempt in range(self.attempts):
             judgment.attempts = attempt + 1

@@ -27,7 +27,7 @@ from serc_dspy.evaluation.runner import (
 from serc_dspy.text import parse_json
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
-                   ".truthfulqa.jsonl", ".meta.json")
+                   ".truthfulqa.jsonl", ".noise.summary.json", ".noise.jsonl", ".meta.json")
 PLOT_NAME = "score_vs_tokens.png"
 REPORT_NAME = "report.md"
 
@@ -42,6 +42,7 @@ class RunReport(BaseModel):
     cost: CostSummary = Field(default_factory=CostSummary)
     factscore: dict[str, Any] | None = None
     truthfulqa: dict[str, Any] | None = None
+    noise: dict[str, Any] | None = None
 
 
 def run_path_of(path: str | os.PathLike[str]) -> Path:
@@ -84,6 +85,9 @@ def load_run(path: str | os.PathLike[str]) -> RunReport:
     tqa_path = sibling(run, ".truthfulqa.jsonl")
     if tqa_path.is_file():
         report.truthfulqa = truthfulqa_summary(read_jsonl(tqa_path))
+    noise_path = sibling(run, ".noise.summary.json")
+    if noise_path.is_file():
+        report.noise = _read_json(noise_path) or None
     return report
 
 
@@ -152,6 +156,24 @@ def truthfulqa_table(runs: list[RunReport]) -> str:
     return "### TruthfulQA (LLM judge)\n\n" + "\n".join(lines)
 
 
+def noise_table(runs: list[RunReport]) -> str:
+    rows = [r for r in runs if r.noise]
+    if not rows:
+        return ""
+    lines = ["| method | dataset | bios | injected | residual | detected | corrected | deleted | "
+             "false alarm | preserved | introduced / bio |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        n = r.noise or {}
+        lines.append(
+            f"| {r.label} | {r.dataset or '–'} | {n.get('bios')} | {n.get('injected')} | "
+            f"{_pct(n.get('residual_error_rate'))} | {_pct(n.get('detection_rate'))} | "
+            f"{_pct(n.get('correction_rate'))} | {_pct(n.get('deletion_rate'))} | "
+            f"{_pct(n.get('false_alarm_rate'))} | {_pct(n.get('preservation'))} | "
+            f"{_f(n.get('introduced_per_bio'), '.2f')} |")
+    return "### Planted errors (serc bench noise)\n\n" + "\n".join(lines)
+
+
 def cost_table(runs: list[RunReport]) -> str:
     lines = ["| method | dataset | questions | LM calls / q | prompt tokens / q | "
              "completion tokens / q | tokens / q | seconds / q | failed |",
@@ -182,7 +204,7 @@ def cost_table(runs: list[RunReport]) -> str:
 
 
 def markdown_report(runs: list[RunReport]) -> str:
-    parts = [factscore_table(runs), truthfulqa_table(runs), cost_table(runs)]
+    parts = [factscore_table(runs), truthfulqa_table(runs), noise_table(runs), cost_table(runs)]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

@@ -284,6 +284,7 @@ def run_experiment(
     adapter: Any = None,
     retry_failed: bool = True,
     meta: Mapping[str, Any] | None = None,
+    retriever_for: Callable[[Item], Any] | None = None,
     **method_options: Any,
 ) -> RunSummary:
     """Run a registered method over `items`, appending one JSON line per finished item.
@@ -292,6 +293,9 @@ def run_experiment(
     the embedded model needs). Items whose id is already in `out_path` are skipped; failed ones
     are retried unless `retry_failed=False`. An item with an empty draft (a model that
     abstained) is recorded as an empty answer without calling the method.
+
+    `retriever_for(item)`, when given, builds each item's own retriever (a benchmark whose
+    evidence is the item's own article or knowledge); `retriever` then only names it.
     """
     from serc_dspy.programs import build_method
 
@@ -308,13 +312,14 @@ def run_experiment(
         return _run_claimed(method, items, out, store, done, retriever=retriever, lm=lm,
                             adapter=adapter, workers=workers, limit=limit, dataset=dataset,
                             progress=progress, meta=meta, program=program,
-                            method_options=method_options)
+                            method_options=method_options, retriever_for=retriever_for)
     finally:
         store.close()
 
 
 def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, workers, limit,
-                 dataset, progress, meta, program, method_options) -> RunSummary:
+                 dataset, progress, meta, program, method_options,
+                 retriever_for=None) -> RunSummary:
     other = {r.get("method") for r in done.values()} - {method}
     if other:
         raise UserError(f"{out} holds results of method {sorted(map(str, other))[0]!r}, not "
@@ -346,7 +351,11 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
                 trace.log("runner", "empty draft: recorded as an abstention", "info")
                 answer = initial = ""
             else:
-                prediction = program(question=item.question, draft=item.draft)
+                from serc_dspy.programs import build_method
+
+                decoder = program if retriever_for is None else build_method(
+                    method, retriever=retriever_for(item), **method_options)
+                prediction = decoder(question=item.question, draft=item.draft)
                 trace, answer, initial = (prediction.trace, prediction.answer,
                                           prediction.initial_answer)
             record.update(answer=answer, initial_answer=initial,

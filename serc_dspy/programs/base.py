@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import dspy
-from dspy.utils.usage_tracker import track_usage
 
 from serc_dspy.errors import DecodingFailed, UserError, redact
 from serc_dspy.retrieval.base import (
@@ -23,6 +22,7 @@ from serc_dspy.retrieval.base import (
     cap_context,
 )
 from serc_dspy.signatures import AnswerQuestion
+from serc_dspy.steps import tracked_call
 from serc_dspy.text import defang
 from serc_dspy.trace import Passage, Step, StepUsage, Trace
 
@@ -65,8 +65,16 @@ class Run:
             self.trace.log(phase, redact(message), kind)
 
     def report(self, phase: str, done: int, total: int) -> None:
+        """Progress of a phase: to the `progress` callback, and as a `dspy.streamify` status
+        message when the run is streamed (a phase's start and its end)."""
         if self.progress is not None:
             self.progress(phase, done, total)
+        stream = dspy.settings.send_stream
+        if stream is not None and (done == 0 or done == total):
+            from dspy.streaming.messages import StatusMessage, sync_send_to_stream
+
+            state = "started" if done == 0 else "done"
+            sync_send_to_stream(stream, StatusMessage(f"{phase}: {state} ({done}/{total})"))
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
@@ -114,11 +122,6 @@ class TracedProgram(dspy.Module):
             raise InputError(f"context_chars must be at least 1, got {context_chars}")
         if max_workers < 1:
             raise InputError(f"max_workers must be at least 1, got {max_workers}")
-        unknown = set(lms or {}) - set(STAGES)
-        if unknown:
-            raise InputError(
-                f"unknown stage(s) {sorted(unknown)} in lms; valid stages: {', '.join(STAGES)}"
-            )
         not_lms = [stage for stage, lm in (lms or {}).items() if not isinstance(lm, dspy.BaseLM)]
         if not_lms:
             raise InputError(f"lms[{not_lms[0]!r}] is a {type(lms[not_lms[0]]).__name__}, not "
@@ -136,48 +139,51 @@ class TracedProgram(dspy.Module):
         self.deadline_s = deadline_s
         self.answerer = dspy.Predict(AnswerQuestion)
 
+    def check_lm_keys(self) -> None:
+        """`lms` keys are stages (`verify`) or predictor names (`fact_checker`); anything else
+        is a typo that would silently run on the default LM."""
+        predictors = [name for name, _ in self.named_predictors()]
+        unknown = sorted(set(self.lms) - set(STAGES) - set(predictors))
+        if unknown:
+            raise InputError(f"unknown key(s) {unknown} in lms; valid keys are the stages "
+                             f"({', '.join(STAGES)}) and the predictors "
+                             f"({', '.join(predictors)})")
+
+    def lm_for(self, stage: str, predictor: dspy.Predict) -> Any:
+        """The LM a call runs on: its predictor's own entry in `lms`, else its stage's, else
+        the context's (None)."""
+        if not self.lms:
+            return None
+        for name, candidate in self.named_predictors():
+            if candidate is predictor and name in self.lms:
+                return self.lms[name]
+        return self.lms.get(stage)
+
     async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         """`await program.acall(...)`: the same decoding, off the event loop.
 
-        The pipeline runs in a worker thread (DSPy's settings travel with the context); its
-        independent calls still fan out on the thread pool, so an event loop (a notebook, a
-        server) is never blocked and `asyncio.run` is not needed.
+        The pipeline runs in an AnyIO worker thread (DSPy's settings travel with the context,
+        and `dspy.streamify` can reach the loop from it); its independent calls still fan out
+        on the thread pool, so an event loop (a notebook, a server) is never blocked and
+        `asyncio.run` is not needed.
         """
-        import asyncio
+        import functools
 
-        return await asyncio.to_thread(self.forward, question, draft)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(functools.partial(self.forward, question, draft))
 
     # -- LM calls -------------------------------------------------------------------------
     def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):
         if run.deadline is not None and time.monotonic() > run.deadline:
             raise DeadlineExceeded(f"the run's deadline of {self.deadline_s:g}s has passed; "
                                    f"{step} was not started")
-        settings: dict[str, Any] = {}
-        if stage in self.lms:
-            settings["lm"] = self.lms[stage]
-        if self.adapter is not None:
-            settings["adapter"] = self.adapter
-        model = getattr(settings.get("lm") or dspy.settings.lm, "model", "unknown")
-        # A tracker of our own, nested in any outer one (it rolls up into it on exit), so an
-        # outer `track_usage` can neither hide these calls from the trace nor lose them.
-        with dspy.context(**settings), track_usage() as tracker:
-            try:
-                prediction = predictor(**inputs)
-            except Exception:
-                with run.lock:
-                    run.trace.usage.record(step, model, StepUsage(calls=1, failed=1))
-                raise
-        entries = [(name, entry) for name, items in tracker.usage_data.items() for entry in items]
-        with run.lock:
-            if not entries:  # served from DSPy's cache: a call, but no tokens spent
-                run.trace.usage.record(step, model, StepUsage(calls=1, cached=1))
-            for name, entry in entries:
-                run.trace.usage.record(step, name, StepUsage(
-                    calls=1,
-                    prompt_tokens=int(entry.get("prompt_tokens") or 0),
-                    completion_tokens=int(entry.get("completion_tokens") or 0),
-                ))
-        return prediction
+        def record(model: str, usage: StepUsage) -> None:
+            with run.lock:
+                run.trace.usage.record(step, model, usage)
+
+        return tracked_call(predictor, record, lm=self.lm_for(stage, predictor),
+                            adapter=self.adapter, **inputs)
 
     def initial_answer(self, run: Run, question: str, draft: str | None) -> str:
         """R_init: the caller's draft, or the LM's answer at temperature 0.
@@ -204,6 +210,7 @@ class TracedProgram(dspy.Module):
             raise InputError(
                 f"{self.method_name} needs a retriever: pass retriever=... (e.g. a LocalCorpus)"
             )
+        self.check_lm_keys()
         if dspy.settings.lm is None and not self.lms:
             raise InputError("no LM is configured: run the program inside "
                              "`with dspy.context(lm=...)` (or dspy.configure(lm=...)), or "
@@ -257,9 +264,38 @@ class TracedProgram(dspy.Module):
         items = list(items)
         if self.max_workers <= 1 or len(items) <= 1:
             return [fn(item) for item in items]
+        carry = _event_loop_token()
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(items))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, fn, item) for item in items]
+            futures = [pool.submit(contextvars.copy_context().run, _with_token, carry, fn, item)
+                       for item in items]
             return [future.result() for future in futures]
+
+
+def _event_loop_token() -> Any:
+    """AnyIO's way back to the event loop from this thread, if it has one.
+
+    `dspy.streamify` runs a program in an AnyIO worker thread and sends status messages and
+    stream chunks to the loop with `anyio.from_thread.run`, which only works in such a thread.
+    Our pool threads carry the caller's token so that streaming works with `max_workers > 1`.
+    AnyIO keeps the token in a thread-local (`anyio._core._eventloop.threadlocals`).
+    """
+    try:
+        from anyio._core._eventloop import threadlocals
+    except ImportError:  # pragma: no cover - anyio comes with DSPy
+        return None
+    return getattr(threadlocals, "current_token", None)
+
+
+def _with_token(token: Any, fn: Callable[[T], R], item: T) -> R:
+    if token is None:
+        return fn(item)
+    from anyio._core._eventloop import threadlocals
+
+    threadlocals.current_token = token
+    try:
+        return fn(item)
+    finally:
+        del threadlocals.current_token
 
 
 def format_passages(passages: list[Passage]) -> str:

@@ -11,13 +11,14 @@ failed correction keeps the fact (`uncorrected`); a failed rewrite keeps the ori
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
 import dspy
 
+from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, more_specific, same_name
 from serc_dspy.errors import UserError, describe
 from serc_dspy.facts import (
@@ -55,6 +56,7 @@ from serc_dspy.signatures import (
     SameEntity,
     VerificationQuery,
 )
+from serc_dspy.states import is_compiled_state, load_compiled
 from serc_dspy.text import (
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
@@ -78,6 +80,9 @@ UNCHANGED = ("kept", "unverified", "uncorrected")
 # A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
 # scores 0.3-0.7 here; an unrelated sentence under 0.1).
 POSITIONAL_MIN_SIMILARITY = 0.3
+AUTO_STATE = "auto"
+"""`SERC(compiled="auto")`, the default: the run's offline model's packaged state, if any."""
+_MODEL_STATE_LOCK = threading.Lock()
 NO_PASSAGES_EVIDENCE = "The search returned no passages for this query."
 
 
@@ -85,8 +90,9 @@ NO_PASSAGES_EVIDENCE = "The search returned no passages for this query."
 class _CompiledLoad:
     """`SERC.load(path, **options)` builds a SERC with a compiled state (`compiled=path`).
 
-    On an instance, `program.load(...)` stays DSPy's in-place `Module.load`, which DSPy's own
-    optimizers call on copies of a program.
+    On an instance, `program.load(path)` loads in place, as DSPy's `Module.load` (which DSPy's
+    own optimizers call on copies of a program); a `serc compile` file is read by
+    `load_compiled`, which DSPy's loader cannot read, so both formats work both ways.
     """
 
     def __get__(self, instance, owner):
@@ -94,7 +100,13 @@ class _CompiledLoad:
             def load(path: str | Path, **options: Any) -> SERC:
                 return owner(compiled=path, **options)
             return load
-        return functools.partial(dspy.Module.load, instance)
+
+        def load_in_place(path, *args, **kwargs):
+            if is_compiled_state(path):
+                load_compiled(instance, path)
+                return None  # in place, like DSPy's Module.load
+            return dspy.Module.load(instance, path, *args, **kwargs)
+        return load_in_place
 
 
 class SERC(TracedProgram):
@@ -125,10 +137,12 @@ class SERC(TracedProgram):
         verdicts: "check" judges all facts of a check node in one call; "fact" judges each
             fact in its own call that first quotes the evidence sentence it rests on (more
             calls, sharing a cached prompt prefix; far more accurate on small models).
-        compiled: a compiled state to apply at the end of construction: a `.json` path saved
-            by `serc compile`, or a NAME of a state shipped in `serc_dspy/compiled/NAME.json`.
-            Each saved stage's signature hash is checked first (CompiledStateError on a
-            mismatch, naming the stage); pickles are refused.
+        compiled: "auto" (default) applies, on the first run, the packaged state of the
+            offline model the run uses when that model ships one (`serc models` lists them);
+            None keeps the frozen paper prompts; a `.json` path (saved by `serc compile`, or a
+            plain DSPy `save()`) or a packaged NAME (`serc_dspy/compiled/NAME.json`) is applied
+            at construction. A stage saved for another signature structure logs a warning
+            naming it and gets only its demos and instructions; pickles are refused.
     """
 
     method_name = "serc"
@@ -148,7 +162,7 @@ class SERC(TracedProgram):
         verdicts: VerdictMode = "check",
         max_sentences: int = 100,
         max_facts_per_sentence: int = 12,
-        compiled: str | Path | None = None,
+        compiled: str | Path | None = "auto",
         **options: Any,
     ):
         super().__init__(retriever, **options)
@@ -193,10 +207,12 @@ class SERC(TracedProgram):
         self.corrector = dspy.Predict(CorrectFacts)
         self.rewriter = dspy.Predict(RewriteSentence)
         self.polisher = dspy.Predict(PolishAnswer)
-        if compiled is not None:
-            from serc_dspy.compiling.state import load_compiled
-
+        self.compiled = str(compiled) if compiled is not None else None
+        self.model_state: str | None = None
+        """The offline model whose packaged state `compiled="auto"` applied (see forward)."""
+        if compiled is not None and compiled != AUTO_STATE:
             load_compiled(self, compiled)
+        self.check_lm_keys()
 
     load = _CompiledLoad()
 
@@ -209,6 +225,7 @@ class SERC(TracedProgram):
                 "or SERC(use_retrieval=False) to verify against the LM's own knowledge"
             )
         run, question, draft = self.start(question, draft)
+        self.apply_model_state(run)
         self.align(run, question, draft)
         if run.trace.status != "no_info":
             self.decompose(run)
@@ -219,6 +236,24 @@ class SERC(TracedProgram):
             self.reconstruct(run)
             self.polish(run)
         return self.finish(run, run.trace.answer)
+
+    def apply_model_state(self, run: Run) -> None:
+        """`compiled="auto"`: on the first run, apply the packaged state of the offline model
+        the context LM runs, if that model ships one (`OfflineModel.compiled`); any other LM
+        keeps the frozen prompts. `compiled=None` always keeps them."""
+        if self.compiled != AUTO_STATE:
+            return
+        model = model_of_lm(dspy.settings.lm)
+        with _MODEL_STATE_LOCK:
+            if self.model_state is None and model is not None and model.compiled:
+                load_compiled(self, model.compiled)
+                self.model_state = model.name
+        if self.model_state and (model is None or model.name != self.model_state):
+            run.log("align", f"this SERC carries the compiled state of {self.model_state} "
+                             f"but runs with {getattr(dspy.settings.lm, 'model', '?')}",
+                    "fallback")
+        elif self.model_state:
+            run.log("align", f"prompts: compiled state {model.compiled} of {model.name}")
 
     def nothing_verified(self, run: Run) -> bool:
         """A run whose check nodes produced no verdict at all verified nothing: it fails loudly

@@ -179,6 +179,8 @@ class KnowledgeSource:
             _connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                           check_same_thread=False)
         self._db = _connection
+        self._path = None if _connection is not None and db_path == "<memory>" else (
+            Path(db_path) if _connection is None else None)
         self.name = _name or f"knowledge:{db_path}"
         self._lock = threading.Lock()
         self._indexes: dict[str, _TopicIndex] = {}
@@ -195,6 +197,28 @@ class KnowledgeSource:
                 f"{db_path} has no 'documents' table: expected FActScore's layout "
                 "documents(title PRIMARY KEY, text)")
         self._titles = self._load_titles()
+
+    # -- copying: optimizers deep-copy programs, and saving a program pickles it -------------
+    def __deepcopy__(self, memo) -> KnowledgeSource:
+        """The source is read-only: every copy of a program shares it (and its indexes)."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A file-backed source pickles as its path (reopened read-only); an in-memory one
+        as its serialised database. The lock and the BM25 indexes are rebuilt lazily."""
+        state = {"name": self.name, "path": str(self._path) if self._path else None}
+        if self._path is None:
+            with self._lock:
+                state["data"] = self._db.serialize()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state.get("path"):
+            self.__init__(state["path"], _name=state["name"])
+            return
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.deserialize(state["data"])
+        self.__init__("<memory>", _connection=conn, _name=state["name"])
 
     # -- construction ---------------------------------------------------------------------
     @staticmethod

@@ -371,7 +371,7 @@ def test_deeply_nested_json_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 
 
 def test_compiled_state_demos_are_validated(tmp_path):
-    from serc_dspy.compiling.state import CompiledStateError, read_compiled, resolve_compiled
+    from serc_dspy.states import CompiledStateError, read_compiled, resolve_compiled
 
     document = json.loads(resolve_compiled("verify_smollm2").read_text())
     document["state"]["single_verifier"]["demos"] = "notalist"

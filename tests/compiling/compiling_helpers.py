@@ -81,14 +81,14 @@ def correct(inputs):
 HANDLERS = {"JudgeFact": judge, "AtomicFacts": split_facts, "CorrectFacts": correct}
 
 
-def demo_lm(handlers=None):
+def demo_lm(handlers=None, name="demo-aware"):
     engine = DemoAwareEngine(dict(handlers or HANDLERS))
 
     class _Async:
         async def complete(self, request):
             return engine.complete(request)
 
-    lm = dspy.LM("local/demo-aware", engine=engine, async_engine=_Async(), cache=False,
+    lm = dspy.LM(f"local/{name}", engine=engine, async_engine=_Async(), cache=False,
                  temperature=0.0, max_tokens=512)
     return lm, engine
 
@@ -162,3 +162,16 @@ def make_data_dir(tmp_path):
     write_jsonl(root / "factcheck_gpt" / "benchmark_dev.jsonl", benchmark)
     write_jsonl(root / "factscore" / "labeled_dev" / "ChatGPT.jsonl", factscore_rows())
     return root
+
+
+class FirstDemo(dspy.teleprompt.Teleprompter):
+    """A user's own teleprompter, loaded by import path: the first train example as a demo."""
+
+    def __init__(self, metric=None):
+        self.metric = metric
+
+    def compile(self, student, *, trainset, **kwargs):
+        program = student.deepcopy()
+        for _, predictor in program.named_predictors():
+            predictor.demos = [trainset[0]]
+        return program

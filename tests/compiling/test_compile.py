@@ -122,7 +122,19 @@ def test_cli_compile_all(scripted_cli, tmp_path, capsys):
                                                  "corrector"}
 
 
+def test_cli_compile_takes_any_teleprompter_by_import_path(scripted_cli, tmp_path, capsys):
+    root = make_data_dir(tmp_path)
+    out = tmp_path / "first.json"
+    code = main(["compile", "--stage", "verify", "--optimizer", "compiling_helpers:FirstDemo",
+                 "--train", "4", "--dev", "4", "--data", str(root), "--out", str(out),
+                 "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert len(SERC(compiled=out).single_verifier.demos) == 1
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["--optimizer", "NoSuchOptimizer"], "unknown optimizer 'NoSuchOptimizer'"),
+    (["--optimizer", "json:dumps"], "unknown optimizer 'json:dumps'"),
     (["--out", "x.pkl"], "pickle files are refused"),
     (["--out", "x.txt"], "use a .json path"),
     (["--train", "0"], "--train must be at least 1"),

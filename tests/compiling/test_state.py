@@ -1,11 +1,13 @@
 """Compiled state files: JSON only, signature-hash guarded, round-trip exact, applied by SERC."""
 
 import json
+import re
 
 import dspy
 import pytest
 from compiling_helpers import demo_lm
 
+import serc_dspy.states as state_module
 from serc_dspy import SERC
 from serc_dspy.compiling import (
     FORMAT_VERSION,
@@ -15,9 +17,7 @@ from serc_dspy.compiling import (
     save_compiled,
     signature_hash,
 )
-from serc_dspy.compiling import state as state_module
 from serc_dspy.compiling.compile import StageProgram, stage_program
-from serc_dspy.errors import UserError
 from serc_dspy.signatures import JudgeFact
 
 DEMOS = [
@@ -127,27 +127,43 @@ def test_serc_runs_with_compiled_demos_in_the_prompt(tmp_path):
     assert result.trace.facts[0].verdict == "SUPPORTED"
 
 
-def test_tampered_hash_raises_naming_the_stage(tmp_path):
+def test_tampered_hash_warns_naming_the_stage_and_applies_the_demos(tmp_path, caplog):
     path = save_compiled(compiled_verifier(), tmp_path / "v.json")
     document = json.loads(path.read_text(encoding="utf-8"))
     document["stages"]["single_verifier"]["hash"] = "0" * 16
     path.write_text(json.dumps(document), encoding="utf-8")
     program = stage_program("verify")
-    with pytest.raises(CompiledStateError, match="stage 'single_verifier'") as caught:
+    with caplog.at_level("WARNING", logger="serc_dspy"):
         load_compiled(program, path)
-    assert isinstance(caught.value, UserError)
-    assert "different signature" in str(caught.value)
-    assert program.predictor.demos == []  # nothing applied
-    with pytest.raises(CompiledStateError, match="single_verifier"):
-        SERC(compiled=path)
+    assert "stage 'single_verifier' was saved for a different signature" in caplog.text
+    assert len(program.predictor.demos) == 3
 
 
-def test_changed_signature_is_refused_instead_of_misaligned(tmp_path):
+def test_changed_signature_keeps_its_own_fields_instead_of_misaligning(tmp_path, caplog):
     path = save_compiled(compiled_verifier(), tmp_path / "v.json")
-    changed = JudgeFact.prepend("source", dspy.InputField(), type_=str)
+    changed = JudgeFact.prepend("source", dspy.InputField(desc="where it came from"), type_=str)
     program = StageProgram("single_verifier", dspy.Predict(changed))
-    with pytest.raises(CompiledStateError, match=r"stage 'single_verifier'.*source: str"):
+    with caplog.at_level("WARNING", logger="serc_dspy"):
         load_compiled(program, path)
+    assert re.search(r"stage 'single_verifier'.*source: str", caplog.text)
+    signature = program.single_verifier.signature
+    assert list(signature.fields) == ["source", "evidence", "claim", "verdict"]
+    assert signature.fields["source"].json_schema_extra["desc"] == "where it came from"
+    assert len(program.single_verifier.demos) == 3
+
+
+def test_a_plain_dspy_save_loads_and_a_compile_file_loads_through_dspy(tmp_path):
+    compiled = SERC()
+    compiled.single_verifier.demos = [d.copy() for d in DEMOS]
+    compiled.save(str(tmp_path / "plain.json"))  # DSPy's own format
+    assert len(SERC.load(tmp_path / "plain.json").single_verifier.demos) == 3
+    assert len(SERC(compiled=tmp_path / "plain.json").single_verifier.demos) == 3
+    ours = save_compiled(compiled_verifier(), tmp_path / "ours.json")
+    program = SERC()
+    program.load(str(ours))  # DSPy's instance method, on a serc compile file
+    assert len(program.single_verifier.demos) == 3
+    program.save(str(tmp_path / "again.json"))  # and back to DSPy's format
+    assert len(SERC.load(tmp_path / "again.json").single_verifier.demos) == 3
 
 
 def test_unknown_stage_and_unchanged_prompt_text(tmp_path):
@@ -197,9 +213,12 @@ def test_format_version_and_foreign_files(tmp_path):
     with pytest.raises(CompiledStateError, match="newer serc-dspy"):
         SERC(compiled=path)
     plain = tmp_path / "plain.json"
-    compiled_verifier().save(str(plain))  # a plain DSPy save: no hashes to check
-    with pytest.raises(CompiledStateError, match="not a serc-dspy compiled state"):
-        SERC(compiled=plain)
+    compiled_verifier().save(str(plain))  # a plain DSPy save of a stage program: it loads
+    assert len(SERC(compiled=plain).single_verifier.demos) == 3
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"weights": [1, 2]}), encoding="utf-8")
+    with pytest.raises(CompiledStateError, match="neither a serc-dspy compiled state"):
+        SERC(compiled=foreign)
     with pytest.raises(CompiledStateError, match="not found"):
         SERC(compiled=tmp_path / "missing.json")
     with pytest.raises(CompiledStateError, match=".json"):
@@ -227,3 +246,35 @@ def test_shipped_states_load_into_serc():
         for stage, info in document["stages"].items():
             assert len(getattr(serc, stage).demos) == info["demos"]
         assert document["meta"]["command"].startswith("serc compile")
+
+
+def test_a_models_packaged_state_is_applied_by_default_for_that_model_only(tmp_path,
+                                                                           monkeypatch):
+    import dataclasses
+
+    from serc_dspy.backends import models
+
+    path = save_compiled(compiled_verifier(), tmp_path / "verify_qwen.json")
+    monkeypatch.setitem(models.MODELS, "qwen1.5b",
+                        dataclasses.replace(models.QWEN, compiled=str(path)))
+
+    def judge_demos(lm_name, **options):
+        lm, engine = demo_lm({
+            "AtomicFacts": lambda i: {"facts": ["The beta comet was seen by many."]},
+            "VerificationQuery": lambda i: {"query": "beta comet"},
+            "ParametricEvidence": lambda i: {"evidence": "The beta comet was seen by many."},
+            "JudgeFact": lambda i: {"verdict": "SUPPORTED"},
+            "PolishAnswer": lambda i: {"answer": i["draft"]},
+        }, name=lm_name)
+        serc = SERC(use_retrieval=False, firewall=False, **options)
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            result = serc(question="Tell me about the beta comet.",
+                          draft="The beta comet was seen by many people in 1990.")
+        calls = [i for i, c in enumerate(engine.calls) if c["signature"] == "JudgeFact"]
+        return engine.demos_seen[calls[0]], serc, result
+
+    demos, serc, result = judge_demos("qwen1.5b")
+    assert demos == 3 and serc.model_state == "qwen1.5b"
+    assert any("compiled state" in e.message for e in result.trace.events)
+    assert judge_demos("some-other-model")[0] == 0
+    assert judge_demos("qwen1.5b", compiled=None)[0] == 0  # the frozen prompts

@@ -138,3 +138,21 @@ def test_real_wikipedia_extracts(tmp_path):
     assert len(hits) == 5 and all(p.source == "Anna May Wong" for p in hits)
     assert "1905" in hits[0].text
     assert max(len(p.text) for t in source.topics() for p in source.passages(t)) <= 1000
+
+
+def test_knowledge_sources_deep_copy_shared_and_pickle_round_trip(tmp_path):
+    import copy
+    import pickle
+
+    from serc_dspy import SERC
+    from serc_dspy.retrieval.knowledge import KnowledgeSource
+
+    articles = {"Ada": "Ada Lovelace wrote the first algorithm. She was born in London."}
+    memory = KnowledgeSource.from_json(articles)
+    on_disk = KnowledgeSource.build_sqlite(articles, tmp_path / "k.db")
+    for source in (memory, on_disk):
+        program = copy.deepcopy(SERC(retriever=source))
+        assert program.retriever("algorithm", 1)[0].text == source("algorithm", 1)[0].text
+        again = pickle.loads(pickle.dumps(source))
+        assert again("born London", 1)[0].source == "Ada"
+        assert again.name == source.name

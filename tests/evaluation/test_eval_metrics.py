@@ -252,3 +252,21 @@ def test_repeated_facts_in_a_sentence_are_kept_once_and_judged_once(knowledge):
     assert [(f.sentence, f.label) for f in score.facts] == [(0, "SUPPORTED"), (1, "SUPPORTED")]
     # ... but the identical (topic, fact) pair is judged by the LM only once.
     assert len(engine.of("ClaimSupported")) == 1
+
+
+def test_usage_meter_counts_calls_under_an_outer_usage_tracker():
+    import dspy
+    from scripted import scripted_lm
+
+    from serc_dspy.evaluation.metrics import UsageMeter
+    from serc_dspy.signatures import JudgeFact
+
+    lm, engine = scripted_lm({"JudgeFact": lambda i: {"verdict": "SUPPORTED"}})
+    meter = UsageMeter()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter(), track_usage=True), \
+            dspy.track_usage() as outer:
+        for _ in range(3):
+            meter.call("judge", dspy.Predict(JudgeFact), evidence="e", claim="c")
+    assert meter.usage.total.calls == 3 == len(engine.calls)
+    assert meter.usage.total.prompt_tokens > 0
+    assert sum(len(v) for v in outer.usage_data.values()) == 3  # nor lost to the outer one

@@ -316,8 +316,8 @@ def test_bad_options_are_rejected():
         SERC(density="dense")
     with pytest.raises(InputError, match="max_facts_per_check"):
         SERC(max_facts_per_check=0)
-    with pytest.raises(InputError, match="unknown stage"):
-        SERC(lms={"verifyy": None})
+    with pytest.raises(InputError, match=r"unknown key\(s\) \['verifyy'\].*fact_checker"):
+        SERC(lms={"verifyy": scripted_lm(handlers())[0]})
 
 
 def test_per_stage_lm_is_used_for_that_stage_only():
@@ -332,6 +332,19 @@ def test_per_stage_lm_is_used_for_that_stage_only():
     models = prediction.trace.usage.models
     assert models["local/verifier"].calls == len(verify.calls)
     assert models["local/scripted"].calls == len(main.calls)
+
+
+def test_a_predictor_name_in_lms_overrides_its_stage_for_that_predictor_only():
+    main_lm, main = scripted_lm(handlers())
+    verify_lm, verify = scripted_lm(handlers(), name="verifier")
+    judge_lm, judge = scripted_lm(handlers(), name="judge")
+    program = SERC(retriever=CountingRetriever(),
+                   lms={"verify": verify_lm, "single_verifier": judge_lm})
+    with dspy.context(lm=main_lm, adapter=dspy.JSONAdapter()):
+        program(question="Tell me a bio of Marie Curie.")
+    assert {c["signature"] for c in judge.calls} == {"JudgeFact"}
+    assert "JudgeFact" not in {c["signature"] for c in verify.calls}
+    assert "JudgeFacts" in {c["signature"] for c in verify.calls}
 
 
 def test_runaway_rewrite_states_the_corrected_facts_instead():
@@ -420,3 +433,47 @@ def test_acall_gives_the_sync_trace():
         sync_trace = program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace
     assert [f.model_dump() for f in async_trace.facts] == [f.model_dump() for f in sync_trace.facts]
     assert async_trace.answer == sync_trace.answer and async_trace.usage.total.calls > 0
+
+
+def test_acall_fans_check_nodes_out_and_never_blocks_the_event_loop():
+    import asyncio
+    import threading
+    import time
+
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def slow(handler):
+        def wrapped(inputs):
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.05)
+            with lock:
+                state["now"] -= 1
+            return handler(inputs)
+        return wrapped
+
+    base = handlers()
+    lm, _ = scripted_lm({**base, "QuoteAndJudge": slow(base["QuoteAndJudge"]),
+                         "JudgeFacts": slow(base["JudgeFacts"]),
+                         "JudgeFact": slow(base["JudgeFact"])})
+    program = SERC(retriever=CountingRetriever(), max_workers=4)
+    ticks = []
+
+    async def heartbeat():
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    async def decode():
+        beat = asyncio.create_task(heartbeat())
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            result = await program.acall(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+        beat.cancel()
+        return result
+
+    result = asyncio.run(decode())
+    assert result.trace.status == "decoded"
+    assert state["peak"] >= 2  # check nodes judged concurrently
+    assert len(ticks) >= 3  # the loop kept running while SERC decoded

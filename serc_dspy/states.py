@@ -36,6 +36,7 @@ import copy
 import hashlib
 import importlib.resources
 import json
+import logging
 import os
 import re
 import tempfile
@@ -50,6 +51,8 @@ import pydantic
 
 from serc_dspy.errors import UserError
 from serc_dspy.text import parse_json
+
+_log = logging.getLogger("serc_dspy")
 
 FORMAT = "serc-dspy-compiled-state"
 FORMAT_VERSION = 1
@@ -258,6 +261,32 @@ def _check_stage_state(path: Path, name: str, stage: Any) -> None:
         raise CompiledStateError(f"{path}: stage {name!r} has a malformed signature state")
 
 
+def _is_dspy_save(document: dict[str, Any]) -> bool:
+    """A DSPy `module.save("x.json")`: predictor paths -> Predict states, plus `metadata`."""
+    stages = {k: v for k, v in document.items() if k != "metadata"}
+    return bool(stages) and all(isinstance(v, dict) and "demos" in v and "signature" in v
+                                for v in stages.values())
+
+
+def _from_dspy_save(document: dict[str, Any]) -> dict[str, Any]:
+    """Wrap a plain DSPy save as a compiled-state document. It carries no structure hashes,
+    so each stage is checked by its field count instead (see `load_compiled`)."""
+    state = {k: v for k, v in document.items() if k != "metadata"}
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "program": "?",
+            "stages": {name: {"hash": None, "prompt_text": "optimized",
+                              "signature": "?", "fields": None} for name in state},
+            "state": state, "meta": {"source": "dspy save", **(document.get("metadata") or {})}}
+
+
+def is_compiled_state(path: str | os.PathLike[str]) -> bool:
+    """True for a serc-dspy compiled-state file (DSPy's own `.load` cannot read those)."""
+    try:
+        head = Path(path).read_text(encoding="utf-8")
+        return isinstance(doc := parse_json(head), dict) and doc.get("format") == FORMAT
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
 def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a compiled-state document (format, version, layout); apply nothing."""
     path = resolve_compiled(path_or_name)
@@ -269,10 +298,12 @@ def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
         document = parse_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CompiledStateError(f"{path} is not a JSON compiled state ({exc})") from exc
+    if isinstance(document, dict) and "format" not in document and _is_dspy_save(document):
+        document = _from_dspy_save(document)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise CompiledStateError(f"{path} is not a serc-dspy compiled state (no "
-                                 f"'format': '{FORMAT}'); a plain DSPy save needs "
-                                 "`serc compile` to be redone")
+        raise CompiledStateError(f"{path} is neither a serc-dspy compiled state (no "
+                                 f"'format': '{FORMAT}') nor a DSPy `save()` of a program's "
+                                 "state")
     version = document.get("format_version")
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and version > FORMAT_VERSION
@@ -292,12 +323,23 @@ def read_compiled(path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     return document
 
 
+def _mismatch(where: str, name: str, saved: str, current: type[dspy.Signature]) -> str:
+    """A stage saved for another signature structure: say so and apply only its demos and
+    instructions, keeping the current field descriptions (DSPy would misalign them)."""
+    _log.warning("%s: stage %r was saved for a different signature (%s) than the current one "
+                 "(%s: %s); applying its demos and instructions only, keeping the current "
+                 "field descriptions; recompile with `serc compile` to be safe", where, name,
+                 saved, current.__name__, "; ".join(signature_fields(current)))
+    return name
+
+
 def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     """Apply a compiled state to `program` after checking every stage's signature hash.
 
     Raises CompiledStateError (a UserError) naming the stage when the program has no such
-    predictor or its signature's structure changed since the state was saved; nothing is
-    applied in that case. Returns the document (with its `meta`).
+    predictor; nothing is applied in that case. A stage whose signature structure changed
+    since it was saved (or, for a plain DSPy save, whose field count differs) logs a warning
+    naming it and gets its demos and instructions only. Returns the document (with `meta`).
 
     The state is applied with DSPy's `Predict.load_state` per saved stage (the same code
     `Module.load_state` runs), not with `program.load_state`, which deep-copies the whole
@@ -305,6 +347,7 @@ def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) ->
     """
     document = read_compiled(path_or_name)
     where = document["path"]
+    mismatched: set[str] = set()
     predictors = dict(program.named_predictors())
     for name, info in document["stages"].items():
         if name not in predictors:
@@ -314,15 +357,14 @@ def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) ->
                 "program"
             )
         current = predictors[name].signature
-        if info["hash"] != signature_hash(current):
-            saved_fields = "; ".join(info.get("fields") or ["?"])
-            raise CompiledStateError(
-                f"{where}: stage {name!r} was compiled for a different signature "
-                f"({info.get('signature', '?')}: {saved_fields}) than the current one "
-                f"({current.__name__}: {'; '.join(signature_fields(current))}); "
-                f"recompile the stage with `serc compile` instead of loading a misaligned "
-                "state"
-            )
+        if info["hash"] is None:  # a plain DSPy save: no hash, compare the field count
+            saved = (document["state"][name].get("signature") or {}).get("fields") or []
+            if len(saved) != len(current.fields):
+                mismatched.add(_mismatch(where, name, f"a DSPy save with {len(saved)} fields",
+                                         current))
+        elif info["hash"] != signature_hash(current):
+            mismatched.add(_mismatch(where, name, f"{info.get('signature', '?')}: "
+                                     f"{'; '.join(info.get('fields') or ['?'])}", current))
 
     backups: dict[str, dict[str, Any]] = {}
     name = ""
@@ -334,8 +376,12 @@ def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) ->
                 backups[name] = predictor.dump_state()
                 entry = copy.deepcopy(document["state"][name])
                 entry["lm"] = None
-                if info.get("prompt_text") == "unchanged":
-                    entry["signature"] = predictor.signature.dump_state()
+                if info.get("prompt_text") == "unchanged" or name in mismatched:
+                    kept = predictor.signature.dump_state()
+                    if info.get("prompt_text") != "unchanged":  # keep the new instructions' text
+                        kept["instructions"] = (entry.get("signature") or {}).get(
+                            "instructions", kept["instructions"])
+                    entry["signature"] = kept
                 predictor.load_state(entry)
             finally:
                 predictor.lm = lm

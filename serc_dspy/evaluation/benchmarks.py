@@ -1,0 +1,301 @@
+"""Quality benchmarks that work at any model size: planted errors and HaluEval QA.
+
+Both run through `run_experiment`, so every run is resumable (re-running the same command
+skips finished bios and retries failed ones) and every results file also feeds `serc report`.
+
+Layout of `serc bench noise --out DIR`:
+- `DIR/drafts-k{K}.json`: the noisy drafts and their recorded errors (deterministic from the
+  seed; rewritten identically on every run);
+- `DIR/{method}-k{K}.jsonl`: the runner's results, plus `.meta.json`;
+- `DIR/{method}-k{K}.noise.jsonl` and `.noise.summary.json`: per-bio scores and their summary;
+- `DIR/noise.json`, `DIR/noise.md` and `DIR/waterfall.png`: every method at every K.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.datasets import Item
+from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
+from serc_dspy.evaluation.noise import NoiseSummary, score_records, summarize_noise
+from serc_dspy.evaluation.runner import _write_json, read_jsonl, run_experiment, sibling
+from serc_dspy.text import parse_json
+
+WATERFALL_NAME = "waterfall.png"
+SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
+                  "introduced_per_bio", "preservation", "calls_per_bio", "tokens_per_bio")
+
+
+def _write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows)
+    os.replace(tmp, path)
+
+
+def _corpus_retriever(text: str, name: str):
+    from serc_dspy.retrieval.knowledge import KnowledgeSource
+
+    return KnowledgeSource.from_json({name: text})
+
+
+def run_noise(
+    articles_path: str | os.PathLike[str] | Mapping[str, Any],
+    out_dir: str | os.PathLike[str],
+    *,
+    methods: Sequence[str],
+    errors: Sequence[int],
+    bios: int,
+    seed: int = 0,
+    sentences: int = 3,
+    include_lead: bool = False,
+    lm: Any = None,
+    progress: bool = True,
+    on_run: Callable[[str, int, Any], None] | None = None,
+    **method_options: Any,
+) -> dict[str, Any]:
+    """Plant K errors in `bios` leads for each K, decode with each method, score everything.
+
+    The corpus of each bio is its own article's body (BM25 over passages), with the lead too if
+    `include_lead`. Returns the combined summary (also written to `DIR/noise.json`).
+    """
+    if not methods:
+        raise UserError("give at least one --method")
+    articles = load_articles(articles_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for k in errors:
+        drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences)
+        _write_json(out / f"drafts-k{k}.json", [d.model_dump(mode="json") for d in drafts])
+        corpora = corpus_articles(articles, drafts, include_lead=include_lead)
+        items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
+        for method in methods:
+            path = out / f"{method}-k{k}.jsonl"
+            summary = run_experiment(
+                method, items, path, lm=lm, progress=progress, dataset=f"noise-k{k}",
+                retriever=_NamedRetriever(f"article-body{'+lead' if include_lead else ''}"),
+                retriever_for=lambda item, c=corpora: _corpus_retriever(c[item.topic],
+                                                                        item.topic),
+                meta={"articles": str(articles_path) if not isinstance(articles_path, Mapping)
+                      else "<memory>", "bios": bios, "errors": k, "seed": seed,
+                      "sentences": sentences, "include_lead": include_lead},
+                **method_options)
+            if on_run:
+                on_run(method, k, summary)
+            score_noise_run(path, drafts, articles)
+    return write_noise_report(collect_noise(out), out)  # earlier runs in `out` included
+
+
+class _NamedRetriever:
+    """Names a per-item retriever in a results file's meta; never called."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, query: str, k: int = 5):  # pragma: no cover - never used
+        raise UserError("per-item retriever called without an item")
+
+
+def score_noise_run(run_path: str | os.PathLike[str], drafts: Sequence[NoisyDraft],
+                    articles: Mapping[str, str]) -> NoiseSummary:
+    """Score one results file; writes `RUN.noise.jsonl` and `RUN.noise.summary.json`."""
+    records = read_jsonl(run_path)
+    scores = score_records(drafts, articles, records)
+    _write_jsonl(sibling(run_path, ".noise.jsonl"),
+                 [s.model_dump(mode="json") if s else {"failed": True} for s in scores])
+    summary = summarize_noise(scores)
+    _write_json(sibling(run_path, ".noise.summary.json"), summary.model_dump(mode="json"))
+    return summary
+
+
+def load_drafts(path: str | os.PathLike[str]) -> list[NoisyDraft]:
+    """The drafts a `serc bench noise` run planted (`DIR/drafts-k{K}.json`)."""
+    return [NoisyDraft.model_validate(r) for r in parse_json(Path(path).read_text("utf-8"))]
+
+
+def collect_noise(out_dir: str | os.PathLike[str]) -> dict[int, dict[str, NoiseSummary]]:
+    """Every `{method}-k{K}.noise.summary.json` under `out_dir`."""
+    found: dict[int, dict[str, NoiseSummary]] = {}
+    for path in sorted(Path(out_dir).glob("*-k*.noise.summary.json")):
+        m = re.fullmatch(r"(.+)-k(\d+)\.noise\.summary\.json", path.name)
+        if m:
+            data = parse_json(path.read_text(encoding="utf-8"))
+            found.setdefault(int(m.group(2)), {})[m.group(1)] = NoiseSummary.model_validate(data)
+    return found
+
+
+def _pooled(by_k: Mapping[int, Mapping[str, NoiseSummary]], method: str) -> dict[str, Any]:
+    """One method over every K: error rates from K > 0, false alarms from every run."""
+    runs = [m[method] for m in by_k.values() if method in m]
+    injected = sum(r.injected for r in runs)
+    units = sum(r.units for r in runs)
+    bios = sum(r.bios for r in runs)
+
+    def rate(part: float, whole: float) -> float | None:
+        return part / whole if whole else None
+
+    return {
+        "residual_error_rate": rate(sum(r.left for r in runs), injected),
+        "correction_rate": rate(sum(r.corrected for r in runs), injected),
+        "deletion_rate": rate(sum(r.deleted for r in runs), injected),
+        "false_alarm_rate": rate(sum(r.altered for r in runs), units),
+        "introduced_per_bio": rate(sum(r.introduced for r in runs), bios),
+        "preservation": rate(sum(r.preserved for r in runs), units),
+        "calls_per_bio": rate(sum((r.calls_per_bio or 0) * r.bios for r in runs), bios),
+        "tokens_per_bio": rate(sum((r.tokens_per_bio or 0) * r.bios for r in runs), bios),
+        "bios": bios, "failed": sum(r.failed for r in runs), "injected": injected,
+        "detection_rate": rate(sum(r.detected for r in runs), injected),
+    }
+
+
+def write_noise_report(by_k: Mapping[int, Mapping[str, NoiseSummary]],
+                       out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    out = Path(out_dir)
+    methods = list(dict.fromkeys(m for runs in by_k.values() for m in runs))
+    combined = {
+        "methods": {m: _pooled(by_k, m) for m in methods},
+        "by_errors": {str(k): {m: s.model_dump(mode="json") for m, s in runs.items()}
+                      for k, runs in sorted(by_k.items())},
+    }
+    try:
+        combined["waterfall"] = str(write_waterfall(by_k, out / WATERFALL_NAME))
+    except UserError as exc:
+        combined["waterfall"] = None
+        combined["waterfall_error"] = str(exc)
+    _write_json(out / "noise.json", combined)
+    (out / "noise.md").write_text(noise_table(by_k), encoding="utf-8")
+    return combined
+
+
+def _f(value: float | None, spec: str = ".3f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def noise_table(by_k: Mapping[int, Mapping[str, NoiseSummary]]) -> str:
+    lines = ["| K | method | bios | failed | injected | residual | detected | corrected | "
+             "deleted | false alarm | preserved | introduced/bio | calls/bio | tokens/bio |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(by_k):
+        for method, s in by_k[k].items():
+            lines.append(
+                f"| {k} | {method} | {s.bios} | {s.failed} | {s.injected} | "
+                f"{_f(s.residual_error_rate)} | {_f(s.detection_rate)} | "
+                f"{_f(s.correction_rate)} | {_f(s.deletion_rate)} | {_f(s.false_alarm_rate)} | "
+                f"{_f(s.preservation)} | {_f(s.introduced_per_bio, '.2f')} | "
+                f"{_f(s.calls_per_bio, '.1f')} | {_f(s.tokens_per_bio, '.0f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
+                    path: str | os.PathLike[str]) -> Path:
+    """Residual error rate against injected errors per bio, one curve per method; at K = 0
+    (no errors to leave) the point is the false-alarm rate, drawn hollow."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError("the waterfall plot needs matplotlib: pip install 'serc-dspy[eval]'"
+                        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    methods = list(dict.fromkeys(m for runs in by_k.values() for m in runs))
+    for method in methods:
+        ks = sorted(k for k in by_k if method in by_k[k])
+        xs = [k for k in ks if k > 0 and by_k[k][method].residual_error_rate is not None]
+        line = ax.plot(xs, [by_k[k][method].residual_error_rate for k in xs], marker="o",
+                       label=method)
+        if 0 in ks and by_k[0][method].false_alarm_rate is not None:
+            ax.scatter([0], [by_k[0][method].false_alarm_rate], facecolors="none",
+                       edgecolors=line[0].get_color(), s=50)
+    ax.set_xlabel("injected errors per bio (K); K = 0 shows the false-alarm rate")
+    ax.set_ylabel("residual error rate")
+    ax.set_title("Planted-error waterfall")
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# -- HaluEval QA ----------------------------------------------------------------------------------
+def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
+    """HaluEval QA rows `{knowledge, question, right_answer, hallucinated_answer}`."""
+    rows = read_jsonl(path)
+    keep = []
+    for number, row in enumerate(rows, 1):
+        missing = [k for k in ("knowledge", "question", "right_answer", "hallucinated_answer")
+                   if not isinstance(row.get(k), str) or not row[k].strip()]
+        if missing:
+            raise UserError(f"{path}: row {number} lacks {', '.join(missing)}")
+        keep.append({**row, "id": f"halueval-{number}"})
+    return keep[:limit] if limit is not None else keep
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
+    """`right`: the right answer appears; `gone`: the hallucinated answer no longer does."""
+    text = _norm(answer or "")
+    right_in = _norm(right) in text
+    wrong_in = bool(_norm(hallucinated)) and _norm(hallucinated) in text
+    return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
+
+
+def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+                 method: str, limit: int | None, lm: Any = None, progress: bool = True,
+                 **method_options: Any) -> dict[str, Any]:
+    """Decode each hallucinated answer against the item's own knowledge (fix rate), and the
+    right answer as a control draft (break rate: a right answer that stops being right)."""
+    rows = load_halueval(data, limit)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    knowledge = {r["id"]: r["knowledge"] for r in rows}
+    summary: dict[str, Any] = {"method": method, "items": len(rows)}
+    for run, field in (("hallucinated", "hallucinated_answer"), ("control", "right_answer")):
+        items = [Item(id=r["id"], question=r["question"], topic=r["id"], draft=r[field])
+                 for r in rows]
+        path = out / f"{method}-{run}.jsonl"
+        run_experiment(method, items, path, lm=lm, progress=progress,
+                       dataset=f"halueval-{run}", retriever=_NamedRetriever("item-knowledge"),
+                       retriever_for=lambda item: _corpus_retriever(knowledge[item.id],
+                                                                    item.id),
+                       meta={"data": str(data), "limit": limit}, **method_options)
+        by_id = {r["id"]: r for r in rows}
+        outcomes, failed, calls, tokens = [], 0, 0, 0
+        for record in read_jsonl(path):
+            row = by_id.get(str(record.get("id")))
+            if row is None:
+                continue
+            if record.get("error"):
+                failed += 1
+                continue
+            outcomes.append(halueval_outcome(record.get("answer"), row["right_answer"],
+                                             row["hallucinated_answer"]))
+            usage = ((record.get("trace") or {}).get("usage") or {}).get("total") or {}
+            calls += usage.get("calls", 0)
+            tokens += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        n = len(outcomes)
+        summary[run] = {
+            "scored": n, "failed": failed,
+            "fix_rate" if run == "hallucinated" else "break_rate":
+                (sum(o["fixed"] for o in outcomes) / n if run == "hallucinated"
+                 else sum(not o["right"] for o in outcomes) / n) if n else None,
+            "right_rate": sum(o["right"] for o in outcomes) / n if n else None,
+            "calls_per_item": calls / n if n else None,
+            "tokens_per_item": tokens / n if n else None,
+        }
+    _write_json(out / f"halueval-{method}.json", summary)
+    return summary

@@ -1,0 +1,212 @@
+"""`serc bench stages`: each SERC stage's accuracy on labelled data, in one table.
+
+- verify, facts, correct: the compiling layer's dev splits and metrics (the split `serc
+  compile` never trains on, same seed), evaluated on SERC's own predictor for the stage;
+- firewall: the entity judge (`SameEntity`) on descriptor pairs built from Wikipedia leads
+  (`factscore_wiki/wikipedia_dev.json`): same entity = the subject's birth or full name and the
+  article title with the same characteristic; different entity = the subject's name with
+  another article's characteristic (a namesake in another profession), or two subjects.
+
+A compiled state (`--compiled`) is evaluated in place of the frozen prompts for the predictors
+it carries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from serc_dspy.errors import UserError
+
+STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
+_CHARACTERISTIC = re.compile(r"\b(?:is|was) (?:an? |the )?([^.,;()]+?)(?:\s+(?:who|known|best|"
+                             r"regarded|considered|and former|from)\b|[.,;(])")
+
+
+def _characteristic(lead: str) -> str | None:
+    m = _CHARACTERISTIC.search(lead)
+    if not m:
+        return None
+    words = m.group(1).split()
+    return " ".join(words[:6]) if words else None
+
+
+def _lead_name(lead: str) -> str:
+    """The name the lead opens with (before its first bracket or comma)."""
+    return re.split(r"[(,]", lead, maxsplit=1)[0].strip()
+
+
+def firewall_pairs(articles: dict[str, str], *, limit: int, seed: int = 0) -> list[dict]:
+    """Balanced same/different descriptor pairs, in a seeded order."""
+    from serc_dspy.evaluation.injection import plain_title, split_article
+
+    people = []
+    for title, text in articles.items():
+        lead, _ = split_article(text)
+        characteristic = _characteristic(lead)
+        if characteristic:
+            people.append((plain_title(title), _lead_name(lead), characteristic))
+    if len(people) < 3:
+        raise UserError("the firewall stage needs at least 3 articles with a readable lead")
+
+    def order(*parts) -> str:
+        return hashlib.sha256("\x1f".join(map(str, (seed, *parts))).encode()).hexdigest()
+
+    same, different = [], []
+    for i, (name, full, char) in enumerate(people):
+        other_name, _, other_char = people[(i + 1) % len(people)]
+        if full and full != name and len(full) < 60:
+            same.append({"answer": f"{full} ({char})", "evidence": f"{name} ({char})",
+                         "same": "YES"})
+        same.append({"answer": f"{name} ({char})", "evidence": f"{name} ({char.split()[-1]})",
+                     "same": "YES"})
+        if other_char.split()[-1] != char.split()[-1]:
+            different.append({"answer": f"{name} ({char})", "evidence": f"{name} ({other_char})",
+                              "same": "NO"})
+        different.append({"answer": f"{name} ({char})",
+                          "evidence": f"{other_name} ({other_char})", "same": "NO"})
+    same.sort(key=lambda p: order(p["answer"], p["evidence"]))
+    different.sort(key=lambda p: order(p["answer"], p["evidence"]))
+    half = max(1, limit // 2)
+    pairs = same[:half] + different[: limit - min(half, len(same))]
+    return sorted(pairs, key=lambda p: order(p["answer"], p["evidence"]))
+
+
+class CitedVerifier(dspy.Module):
+    """The verdict path the offline models run (`verdicts="fact"`): a cited verdict, then held
+    to its own quote as `SERC.cross_check` does."""
+
+    def __init__(self, fact_checker: dspy.Predict):
+        super().__init__()
+        self.fact_checker = fact_checker
+
+    def forward(self, evidence: str, claim: str) -> dspy.Prediction:
+        from serc_dspy.facts import substituted_detail
+        from serc_dspy.text import normalise
+
+        result = self.fact_checker(evidence=evidence, claim=claim)
+        verdict, quote = result.verdict, result.quote or ""
+        if quote and normalise(quote) in normalise(evidence) and substituted_detail(
+                claim, quote, "", same_event=verdict != "CONTRADICTED"):
+            verdict = "CONTRADICTED"
+        return dspy.Prediction(verdict=verdict, quote=quote)
+
+
+def _descriptor(text: str):
+    from serc_dspy.entities import Descriptor
+
+    name, _, rest = text.partition(" (")
+    return Descriptor(name=name, characteristic=rest.rstrip(")"))
+
+
+def _firewall_score(pairs: list[dict], judge: dspy.Predict) -> dict[str, Any]:
+    """The firewall's decision as SERC makes it: one normalised name passes with no judge call,
+    otherwise the judge decides."""
+    from serc_dspy.entities import same_name
+
+    started = time.monotonic()
+    correct = failures = calls = 0
+    for pair in pairs:
+        if same_name(_descriptor(pair["answer"]).name, _descriptor(pair["evidence"]).name):
+            correct += pair["same"] == "YES"
+            continue
+        calls += 1
+        try:
+            result = judge(answer_entity=pair["answer"], evidence_entity=pair["evidence"])
+            correct += result.same == pair["same"]
+        except Exception:  # noqa: BLE001 - a failed example scores 0 and is counted
+            failures += 1
+    n = len(pairs)
+    return {"score": 100.0 * correct / n if n else 0.0, "n": n, "failures": failures,
+            "seconds": round(time.monotonic() - started, 1), "judge_calls": calls,
+            "same_pairs": sum(p["same"] == "YES" for p in pairs)}
+
+
+def _find_articles(data: Path) -> Path:
+    for candidate in (data / "factscore_wiki" / "wikipedia_dev.json", data / "wikipedia_dev.json",
+                      data):
+        if candidate.is_file():
+            return candidate
+    raise UserError(f"the firewall stage needs factscore_wiki/wikipedia_dev.json under {data}")
+
+
+def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None, dev: int = 40,
+               seed: int = 0, offset: int = 0, lm: Any = None, compiled: str | None = None,
+               out: str | os.PathLike[str] | None = None, progress: bool = False
+               ) -> dict[str, Any]:
+    """Evaluate each stage on its dev split; returns {"stages": {stage: score dict}, ...}.
+
+    `offset` skips the first dev examples: `serc compile --dev N` selects states on the first N,
+    so a report on the examples after them (`offset=N`) is on data nothing was chosen by.
+    """
+    from serc_dspy.compiling.compile import (
+        StageProgram,
+        evaluate_stage,
+        get_stage,
+        load_stage_data,
+    )
+    from serc_dspy.evaluation.injection import load_articles
+    from serc_dspy.programs.serc import SERC
+
+    root = Path(data).expanduser()
+    if not root.exists():
+        raise UserError(f"data path not found: {root}")
+    chosen = list(dict.fromkeys(stages or STAGES))
+    serc = SERC(compiled=compiled) if compiled else SERC()
+    results: dict[str, Any] = {}
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        for stage in chosen:
+            if stage == "firewall":
+                pairs = firewall_pairs(load_articles(_find_articles(root)), limit=offset + dev,
+                                       seed=seed)[offset:]
+                results[stage] = _firewall_score(pairs, serc.entity_judge)
+                continue
+            data_stage = "verify" if stage == "verify_cited" else stage
+            split = load_stage_data(data_stage, root, train=0, dev=offset + dev, seed=seed)
+            split.dev = split.dev[offset:]
+            spec = get_stage(data_stage)
+            program = (CitedVerifier(serc.fact_checker) if stage == "verify_cited"
+                       else StageProgram(spec.predictor, getattr(serc, spec.predictor)))
+            with contextlib.redirect_stdout(sys.stderr):  # dspy.Evaluate's bar: keep stdout clean
+                score = evaluate_stage(program, split.dev, data_stage,
+                                       display_progress=progress)
+            results[stage] = score.to_dict()
+    summary = {"lm": str(getattr(lm, "model", None)), "compiled": compiled, "seed": seed,
+               "dev": dev, "offset": offset, "stages": results}
+    if out:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "stages.json").write_text(json.dumps(summary, indent=2) + "\n",
+                                            encoding="utf-8")
+        (folder / "stages.md").write_text(stages_table(summary), encoding="utf-8")
+    return summary
+
+
+_FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
+           "verify_cited": "verdict accuracy, QuoteAndJudge + quote cross-check",
+           "correct": "gap closed", "firewall": "same/different accuracy"}
+
+
+def stages_table(summary: dict[str, Any]) -> str:
+    prompts = f"compiled {summary['compiled']}" if summary["compiled"] else "frozen prompts"
+    first = summary.get("offset", 0) + 1
+    lines = [f"Stages with {summary['lm']} ({prompts}; dev split, seed {summary['seed']}, "
+             f"examples {first}-{first + summary['dev'] - 1})",
+             "",
+             "| stage | figure | score | macro-F1 | n | failed | seconds |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for stage, s in summary["stages"].items():
+        f1 = s.get("macro_f1")
+        lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | {s['score']:.1f} | "
+                     f"{'–' if f1 is None else format(f1, '.3f')} | {s['n']} | "
+                     f"{s['failures']} | {s['seconds']} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,272 @@
+"""The planted-error benchmark: injection, each scoring rule, and the command end to end."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from scripted import entity, scripted_lm
+
+from serc_dspy.cli import main
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.injection import (
+    InjectedError,
+    NoisyDraft,
+    load_articles,
+    make_draft,
+    make_drafts,
+    split_article,
+)
+from serc_dspy.evaluation.noise import count, score_decoding, summarize_noise
+from serc_dspy.trace import Fact, Trace
+
+JANE = (
+    "Jane Doe (12 March 1901 – 4 May 1970) was a French composer and teacher. She composed "
+    "works for John Smith in Paris. She taught 40 pupils at the conservatory.\n\n"
+    "== Life ==\nJane Doe was born on 12 March 1901 in Paris. She was a composer from an early "
+    "age and composed songs. Her friend John Smith played them; Smith admired her. She died in "
+    "1970. She taught 40 pupils.\n\n== Legacy ==\nA teacher remembered in Paris."
+)
+OMAR = (
+    "Omar Khan (born 1950) was a Pakistani painter. He painted murals in Lahore for Ahmed Ali. "
+    "He worked with 12 assistants in Lahore.\n\n"
+    "== Career ==\nOmar Khan was born in 1950. The painter painted murals in Lahore. Ahmed Ali "
+    "paid for them, and Ali kept them. He had 12 assistants."
+)
+ARTICLES = {"Jane Doe": JANE, "Omar Khan": {"resolved_title": "Omar Khan", "extract": OMAR}}
+
+
+def test_lead_and_body_are_split_at_the_first_heading():
+    lead, body = split_article(JANE)
+    assert lead.endswith("at the conservatory.")
+    assert body.startswith("== Life ==")
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_injection_is_deterministic_and_every_span_is_in_the_draft(k):
+    articles = load_articles(ARTICLES)
+    first = make_drafts(articles, bios=2, errors=k, seed=7)
+    again = make_drafts(articles, bios=2, errors=k, seed=7)
+    assert [d.model_dump() for d in first] == [d.model_dump() for d in again]
+    for draft in first:
+        lead, body = split_article(articles[draft.title])
+        assert len(draft.errors) == k
+        for error in draft.errors:
+            assert draft.draft[error.start:error.end] == error.injected
+            assert error.injected in draft.sentences[error.sentence]
+            assert count(body, error.original)  # the evidence can fix it
+            assert not count(articles[draft.title], error.injected)  # never true anywhere
+        assert draft.clean == " ".join(lead.split(". ")[:3]) or draft.clean.startswith(lead[:20])
+
+
+def test_seeds_change_the_injection():
+    articles = load_articles(ARTICLES)
+    drafts = {seed: [d.draft for d in make_drafts(articles, bios=2, errors=2, seed=seed)]
+              for seed in range(6)}
+    assert len({tuple(v) for v in drafts.values()}) > 1
+
+
+def test_every_kind_can_be_planted_including_a_dependent_pair():
+    articles = load_articles(ARTICLES)
+    others = {"places": ["Warsaw", "Kyoto"], "people": ["Mary Major", "Paul Minor"]}
+    kinds = set()
+    for seed in range(40):
+        draft = make_draft("Jane Doe", articles["Jane Doe"], 2, seed=seed, **others)
+        kinds |= {e.kind for e in draft.errors}
+        pairs = [e for e in draft.errors if e.kind == "dependent"]
+        if pairs:
+            assert len(pairs) == 2 and pairs[0].group == pairs[1].group
+            assert {e.original for e in pairs} in ({"composer", "composed"},
+                                                   {"teacher", "taught"})
+    assert kinds == {"year", "number", "place", "person", "role", "dependent"}
+
+
+def test_too_few_fixable_spans_is_a_clear_error():
+    with pytest.raises(UserError, match="can carry 30 planted errors"):
+        make_drafts(load_articles(ARTICLES), bios=2, errors=30)
+
+
+# -- scoring rules on hand-built traces ----------------------------------------------------------
+CLEAN = "Ann Lee was born in 1901 in Paris. She was a composer. She had 3 sons."
+NOISY = "Ann Lee was born in 1905 in Rome. She was a painter. She had 3 sons."
+
+
+def _draft() -> NoisyDraft:
+    def err(i, kind, original, injected):
+        start = NOISY.index(injected)
+        return InjectedError(id=f"e{i}", kind=kind, sentence=0 if i < 3 else 1, start=start,
+                             end=start + len(injected), original=original, injected=injected)
+
+    return NoisyDraft(id="ann#k3", title="Ann Lee", question="Tell me a bio of Ann Lee.",
+                      clean=CLEAN, draft=NOISY, sentences=NOISY.replace(". ", ".\n").split("\n"),
+                      errors=[err(1, "year", "1901", "1905"), err(2, "place", "Paris", "Rome"),
+                              err(3, "role", "composer", "painter")])
+
+
+ARTICLE = "Ann Lee was born in 1901 in Paris. She was a composer. She had 3 sons."
+
+
+def _trace(facts):
+    return Trace(facts=[Fact(id=f"f{i}", text=t, sentence=s, verdict=v, status=st,
+                             correction=c)
+                        for i, (t, s, v, st, c) in enumerate(facts)])
+
+
+def test_scoring_rules_count_detected_corrected_deleted_left():
+    trace = _trace([
+        ("Ann Lee was born in 1905.", 0, "CONTRADICTED", "corrected", "Ann Lee was born in 1901."),
+        ("Ann Lee was born in Rome.", 0, "NOT_FOUND", "pruned", None),
+        ("Ann Lee was a painter.", 1, "SUPPORTED", "kept", None),
+        ("Ann Lee had 3 sons.", 2, "SUPPORTED", "kept", None),
+    ])
+    answer = "Ann Lee was born in 1901. She was a painter. She had 3 sons."
+    score = score_decoding(_draft(), ARTICLE, answer, trace, "serc")
+    outcomes = {e.original: (e.outcome, e.detected) for e in score.errors}
+    assert outcomes == {"1901": ("corrected", True), "Paris": ("deleted", True),
+                        "composer": ("left", False)}
+    assert [(u.text, u.outcome) for u in score.units] == [("Ann Lee had 3 sons.", "preserved")]
+    summary = summarize_noise([score])
+    assert (summary.injected, summary.corrected, summary.deleted, summary.left,
+            summary.detected) == (3, 1, 1, 1, 2)
+    assert summary.residual_error_rate == pytest.approx(1 / 3)
+
+
+def test_scoring_rules_count_preserved_altered_pruned():
+    draft = _draft().model_copy(update={"errors": []})
+    trace = _trace([
+        ("Ann Lee was born in 1905.", 0, "SUPPORTED", "kept", None),
+        ("Ann Lee was born in Rome.", 0, "CONTRADICTED", "corrected", "Ann Lee was born in Oslo."),
+        ("Ann Lee was a painter.", 1, "NOT_FOUND", "pruned", None),
+        ("Ann Lee had 3 sons.", 2, "SUPPORTED", "kept", None),
+        ("Ann Lee won the Nobel Prize.", 2, "SUPPORTED", "kept", None),  # invented: no unit
+    ])
+    answer = "Ann Lee was born in 1905 in Oslo. She had 3 sons. She won the Nobel Prize in 1950."
+    score = score_decoding(draft, "An article about Ann Lee.", answer, trace, "serc")
+    assert sorted(u.outcome for u in score.units) == ["altered", "preserved", "preserved",
+                                                      "pruned"]
+    assert score.unit == "fact"
+    assert sorted(score.introduced) == ["1950", "Nobel Prize", "Oslo"]
+    summary = summarize_noise([score, None])
+    assert summary.false_alarm_rate == pytest.approx(0.25)
+    assert summary.preservation == pytest.approx(0.5)
+    assert summary.failed == 1 and summary.bios == 1
+
+
+def test_a_method_without_facts_is_scored_from_the_text():
+    answer = "Ann Lee was born in 1901 in Paris. She was a composer."
+    score = score_decoding(_draft(), ARTICLE, answer, Trace(method="rarr"), "rarr")
+    assert {e.outcome for e in score.errors} == {"corrected"}
+    assert all(e.detected and e.detected_by == "text" for e in score.errors)
+    assert score.unit == "detail"
+    assert [(u.text, u.outcome) for u in score.units if u.text == "3"] == [("3", "pruned")]
+
+
+# -- the commands end to end with a scripted LM --------------------------------------------------
+def _noise_handlers(drafts_by_question):
+    """A decoder that knows the planted errors: it contradicts and fixes exactly those."""
+    def errors_in(text):
+        if any(text in d.clean for d in drafts_by_question.values()):
+            return []  # a true sentence (the drafts of every K are known at once)
+        return [e for d in drafts_by_question.values() for e in d.errors
+                if re.search(rf"\b{re.escape(e.injected)}\b", text)]
+
+    def fix(text):
+        for e in errors_in(text):
+            text = re.sub(rf"\b{re.escape(e.injected)}\b", e.original, text)
+        return text
+
+    def judge(i):
+        bad = errors_in(i["claim"])
+        return {"quote": "", "verdict": "CONTRADICTED" if bad else "SUPPORTED"}
+
+    def subject(i):
+        return entity(i["question"].removeprefix("Tell me a bio of ").rstrip("."))
+
+    return {
+        "QueryEntity": subject, "AnswerEntity": lambda i: entity(""),
+        "EvidenceEntity": lambda i: entity(""),
+        "SameEntity": lambda i: {"analysis": "", "same": "YES"},
+        "AtomicFacts": lambda i: {"facts": [i["sentence"]]},
+        "VerificationQuery": lambda i: {"query": i["facts"][0]},
+        "EvidenceSummary": lambda i: {"evidence": i["passages"][:500]},
+        "QuoteAndJudge": judge,
+        "JudgeFacts": lambda i: {"verdicts": [judge({"claim": c})["verdict"]
+                                              for c in i["claims"]]},
+        "JudgeFact": lambda i: {"verdict": judge(i)["verdict"]},
+        "CorrectFacts": lambda i: {"corrections": [{"original": f, "fixed": fix(f)}
+                                                   for f in i["erroneous_facts"]]},
+        "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+    }
+
+
+def test_bench_noise_runs_end_to_end_and_writes_the_table_and_the_waterfall(
+        tmp_path, monkeypatch, capsys):
+    articles_path = tmp_path / "articles.json"
+    articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
+    drafts = {d.question: d for k in (0, 2)
+              for d in make_drafts(load_articles(ARTICLES), bios=2, errors=k)}
+    lm, engine = scripted_lm(_noise_handlers(drafts))
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    out = tmp_path / "noise"
+    argv = ["bench", "noise", "--articles", str(articles_path), "--bios", "2", "--errors", "0",
+            "2", "--method", "initial", "--method", "serc", "--lm", "openai=http://x/v1|m",
+            "--out", str(out), "--quiet", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    serc, initial = summary["methods"]["serc"], summary["methods"]["initial"]
+    assert initial["residual_error_rate"] == 1.0 and initial["false_alarm_rate"] == 0.0
+    assert serc["residual_error_rate"] == 0.0 and serc["correction_rate"] == 1.0
+    assert serc["false_alarm_rate"] == 0.0 and serc["calls_per_bio"] > 0
+    assert set(summary["methods"]["serc"]) >= {
+        "residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
+        "introduced_per_bio", "preservation", "calls_per_bio", "tokens_per_bio"}
+    assert (out / "waterfall.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| 2 | serc | 2 | 0 | 4 | 0.000 |" in (out / "noise.md").read_text()
+    calls = len(engine.calls)
+    assert main(argv) == 0  # resumed: nothing runs again
+    assert len(engine.calls) == calls
+    capsys.readouterr()
+    assert main(["report", *map(str, sorted(out.glob("*.jsonl"))), "--out", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "### Planted errors" in report
+    assert "| serc | noise-k2 | 2 | 4 | 0.0% |" in report
+
+
+def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch, capsys):
+    rows = [{"knowledge": "The Eiffel Tower is in Paris, France.",
+             "question": "Where is the Eiffel Tower?", "right_answer": "Paris",
+             "hallucinated_answer": "The Eiffel Tower stands in the city of Rome in Italy."},
+            {"knowledge": "Mount Fuji is in Japan.", "question": "Where is Mount Fuji?",
+             "right_answer": "Japan", "hallucinated_answer": "Mount Fuji is in Chile."}]
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    swaps = {"Rome": "Paris", "Chile": "Japan"}
+
+    def judge(i):
+        return {"quote": "", "verdict": "CONTRADICTED" if any(w in i["claim"] for w in swaps)
+                else "SUPPORTED"}
+
+    def fix(text):
+        for wrong, right in swaps.items():
+            text = text.replace(wrong, right)
+        return text
+
+    handlers = _noise_handlers({})
+    handlers.update(QuoteAndJudge=judge, JudgeFact=judge,
+                    JudgeFacts=lambda i: {"verdicts": [judge({"claim": c})["verdict"]
+                                                       for c in i["claims"]]},
+                    CorrectFacts=lambda i: {"corrections": [
+        {"original": f, "fixed": fix(f)} for f in i["erroneous_facts"]]},
+        QueryEntity=lambda i: entity(""),
+        # Drafts under 50 characters take SERC's cold start: answer from the context alone.
+        GroundedAnswer=lambda i: {"answer": "Paris" if "Eiffel" in i["question"] else "Japan"})
+    lm, _ = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    assert main(["bench", "halueval", "--data", str(data), "--limit", "2", "--out",
+                 str(tmp_path / "h"), "--quiet", "--json", "--lm", "openai=http://x/v1|m"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["hallucinated"]["fix_rate"] == 1.0
+    assert summary["control"]["break_rate"] == 0.0
+    assert summary["hallucinated"]["calls_per_item"] > 0

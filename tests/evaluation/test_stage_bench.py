@@ -1,0 +1,67 @@
+"""`serc bench stages`: one table of per-stage figures on the real labelled dev splits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SHARED_DATA
+from scripted import scripted_lm
+
+from serc_dspy.cli import main
+from serc_dspy.evaluation.injection import load_articles
+from serc_dspy.stage_bench import CitedVerifier, firewall_pairs
+
+WIKI = SHARED_DATA / "factscore_wiki" / "wikipedia_dev.json"
+needs_data = pytest.mark.skipif(not (SHARED_DATA / "factcheck_gpt").is_dir(),
+                                reason="needs the shared datasets (SERC_SHARED_DATA)")
+
+
+@needs_data
+def test_firewall_pairs_are_balanced_and_name_namesakes_as_different():
+    pairs = firewall_pairs(load_articles(WIKI), limit=20)
+    assert len(pairs) == 20
+    assert sum(p["same"] == "YES" for p in pairs) == 10
+    namesakes = [p for p in pairs if p["same"] == "NO"
+                 and p["answer"].split(" (")[0] == p["evidence"].split(" (")[0]]
+    assert namesakes, "a same-name, different-entity pair must be in the set"
+
+
+def test_cited_verdict_is_held_to_its_quote():
+    lm, _ = scripted_lm({"QuoteAndJudge": lambda i: {
+        "quote": "She was born in Warsaw.", "verdict": "SUPPORTED"}})
+    import dspy
+
+    from serc_dspy import SERC
+
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = CitedVerifier(SERC().fact_checker)(
+            evidence="Marie Curie was a physicist. She was born in Warsaw.",
+            claim="Marie Curie was born in Kraków.")
+    assert result.verdict == "CONTRADICTED"
+
+
+@needs_data
+def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
+    handlers = {
+        "JudgeFact": lambda i: {"verdict": "NOT_FOUND"},
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": "NOT_FOUND"},
+        "AtomicFacts": lambda i: {"facts": [i["sentence"]]},
+        "CorrectFacts": lambda i: {"corrections": []},
+        "SameEntity": lambda i: {"analysis": "", "same": "NO"},
+    }
+    lm, engine = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--dev", "6", "--json",
+                 "--out", str(tmp_path), "--lm", "openai=http://x/v1|m"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    stages = summary["stages"]
+    assert list(stages) == ["verify", "verify_cited", "facts", "correct", "firewall"]
+    # Always NOT_FOUND on a balanced split: exactly the NOT_FOUND third is right.
+    assert stages["verify"]["score"] == pytest.approx(100 * 2 / 6, abs=0.01)
+    assert stages["correct"]["score"] == 0.0  # no fix closes no gap
+    assert 0 < stages["facts"]["score"] < 100  # whole sentences match some human facts
+    # Always NO: the different-entity half is right, and same names never reach the judge.
+    assert stages["firewall"]["score"] > 50 and stages["firewall"]["judge_calls"] < 6
+    assert "| firewall |" in (tmp_path / "stages.md").read_text()
+    assert engine.of("SameEntity")
