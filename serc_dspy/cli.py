@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--draft", required=True, help="file with the draft answer ('-' = stdin)")
     _add_common(correct)
 
+    view = commands.add_parser("view", help="a self-contained HTML view of a saved trace")
+    view.add_argument("trace", help="a trace JSON (--trace FILE), or a results record's trace")
+    view.add_argument("--out", required=True, help="the HTML file to write")
+    view.set_defaults(handler=run_view)
     models = commands.add_parser("models", help="list the offline models and whether each is ready")
     models.add_argument("--json", action="store_true", help="print the list as JSON")
     models.add_argument("--prepare", metavar="NAME",
@@ -112,6 +116,8 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
+    command.add_argument("--html", metavar="FILE",
+                         help="save a self-contained HTML view of the decoding (serc view)")
     command.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -214,6 +220,8 @@ def run(args) -> int:
     apply_run_defaults(args)
     if args.trace:
         check_writable(args.trace, "--trace")
+    if args.html:
+        check_writable(args.html, "--html")
     if args.command == "ask":
         question, draft = args.question, None
     else:
@@ -259,6 +267,8 @@ def run(args) -> int:
     seconds = time.monotonic() - started
     if args.trace:
         Path(args.trace).write_text(trace.to_json(), encoding="utf-8")
+    if args.html:  # a failed run is worth seeing too
+        Path(args.html).write_text(trace.to_html(), encoding="utf-8")
     if trace.status == "failed":
         for event in trace.errors[:3]:
             print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
@@ -282,6 +292,30 @@ def run(args) -> int:
     return 0
 
 
+def run_view(args) -> int:
+    from serc_dspy.text import parse_json
+    from serc_dspy.trace import Trace
+
+    path = Path(args.trace)
+    if not path.is_file():
+        raise UserError(f"trace file not found: {path}")
+    check_writable(args.out, "--out")
+    try:
+        data = parse_json(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path} is not a JSON trace: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("trace"), dict):
+        data = data["trace"]  # `serc ask --json` output, or one results record
+    try:
+        trace = Trace.model_validate(data)
+    except Exception as exc:  # pydantic's error, in one line
+        raise UserError(f"{path} is not a SERC trace: {one_line(exc)[:300]}") from None
+    page = trace.to_html()
+    Path(args.out).write_text(page, encoding="utf-8")
+    print(f"wrote {args.out} ({len(page.encode('utf-8')) / 1024:,.0f} KiB)")
+    return 0
+
+
 def run_models(args) -> int:
     from serc_dspy.backends.models import MODELS, ensure_model, model_status
 
@@ -293,8 +327,10 @@ def run_models(args) -> int:
         return 0
     for row in rows:
         mark = " (default)" if row["default"] else ""
+        prompts = (f"compiled state {row['compiled']} by default" if row["compiled"]
+                   else "frozen prompts")
         print(f"{row['name']}{mark}: {row['title']}\n  {row['state']}, "
-              f"{row['size'] / 2**20:,.0f} MiB, {row['path']}")
+              f"{row['size'] / 2**20:,.0f} MiB, {row['path']}\n  prompts: {prompts}")
     return 0
 
 

@@ -339,7 +339,8 @@ def model_status(model: OfflineModel) -> dict[str, Any]:
         state = "ready" if path.is_file() else f"not installed (run {model.install_hint})"
     size = model.size or (path.stat().st_size if path.is_file() else 0)
     return {"name": model.name, "title": model.title, "path": str(path), "size": size,
-            "state": state, "default": model.name == DEFAULT_MODEL}
+            "state": state, "default": model.name == DEFAULT_MODEL,
+            "compiled": model.compiled}
 
 
 _register(QWEN)

@@ -217,6 +217,9 @@ def _register_report(subparsers) -> None:
     rep.add_argument("results", nargs="+", help="results files (RUN.jsonl) or their score files")
     rep.add_argument("--out", help="folder for report.md and the PNG "
                                    "(default: the first file's folder)")
+    rep.add_argument("--html", metavar="FILE",
+                     help="also one HTML report with the tables, the plots and a decoding "
+                          "view per item (written next to it in FILE_views/)")
     rep.set_defaults(handler=report_command)
 
 
@@ -228,6 +231,10 @@ def report_command(args) -> int:
     print(text, end="")
     print(f"[wrote {report_path}" + (f" and {plot}]" if isinstance(plot, Path)
                                      else f"; no plot: {plot}]"), file=sys.stderr)
+    if args.html:
+        from serc_dspy.evaluation.report import write_html_report
+
+        print(f"[wrote {write_html_report(args.results, args.html)}]", file=sys.stderr)
     return 0
 
 

@@ -271,3 +271,97 @@ def write_report(paths: list[str], out_dir: str | os.PathLike[str]
     except UserError as exc:
         plot = str(exc)
     return text, report_path, plot
+
+
+# -- the HTML report ------------------------------------------------------------------------------
+def _markdown_tables_to_html(text: str) -> str:
+    """Our own markdown (### headings, pipe tables, paragraphs) as escaped HTML."""
+    import html
+
+    out, rows = [], []
+
+    def flush() -> None:
+        if rows:
+            head, *body = rows
+            out.append("<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in head) +
+                       "</tr></thead><tbody>" + "".join(
+                           "<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+                           for r in body) + "</tbody></table>")
+            rows.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [html.escape(c.strip()) for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                rows.append(cells)
+            continue
+        flush()
+        if line.startswith("### "):
+            out.append(f"<h2>{html.escape(line[4:])}</h2>")
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def _png_data(path: Path) -> str | None:
+    import base64
+
+    if not path.is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+_REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def write_html_report(paths: list[str], html_path: str | os.PathLike[str]) -> Path:
+    """One HTML file with the tables and plots, linking each item to its own decoding view
+    (written next to it in `<name>_views/`)."""
+    import html
+
+    from serc_dspy.trace import Trace
+
+    runs = load_runs(paths)
+    target = Path(html_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    views = target.with_name(target.stem + "_views")
+    plot = write_plot(runs, views / PLOT_NAME) if runs else None
+    images = [("score against tokens", _png_data(plot) if isinstance(plot, Path) else None)]
+    for folder in dict.fromkeys(Path(r.path).parent for r in runs):
+        images.append(("planted-error waterfall", _png_data(folder / "waterfall.png")))
+    sections = []
+    for run in runs:
+        rows = []
+        for number, record in enumerate(read_jsonl(run.path), 1):
+            trace = record.get("trace")
+            status = "failed: " + str(record["error"]) if record.get("error") else (
+                (trace or {}).get("status", "?"))
+            link = ""
+            if isinstance(trace, dict):
+                page = views / Path(run.path).stem / f"{number}.html"
+                page.parent.mkdir(parents=True, exist_ok=True)
+                page.write_text(Trace.model_validate(trace).to_html(), encoding="utf-8")
+                link = f'<a href="{html.escape(str(page.relative_to(target.parent)))}">view</a>'
+            rows.append(f"<tr><td>{html.escape(str(record.get('id')))}</td><td>"
+                        f"{html.escape(str(status))[:200]}</td><td>"
+                        f"{html.escape(str(record.get('answer') or ''))[:160]}</td>"
+                        f"<td>{link}</td></tr>")
+        sections.append(f"<h2>{html.escape(run.label)} ({html.escape(run.path)})</h2>"
+                        "<table><thead><tr><th>item</th><th>status</th><th>answer</th>"
+                        f"<th>decoding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    figures = "".join(f'<figure><img alt="{html.escape(name)}" src="{data}">'
+                      f"<figcaption>{html.escape(name)}</figcaption></figure>"
+                      for name, data in images if data)
+    page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{_REPORT_CSP}">
+<title>SERC experiment report</title><style>
+body{{font:15px/1.5 system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}}
+table{{border-collapse:collapse;margin:.6em 0;font-size:.9em}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}}
+img{{max-width:100%}}</style></head><body><h1>SERC experiment report</h1>
+{_markdown_tables_to_html(markdown_report(runs))}{figures}
+<h1>Items</h1>{''.join(sections)}</body></html>
+"""
+    target.write_text(page, encoding="utf-8")
+    return target
