@@ -149,9 +149,11 @@ def _check_html(check: Check | None) -> str:
         f"<blockquote>{esc(p.text)}</blockquote></li>"
         for n, p in enumerate(check.passages, 1))
     error = f'<p class="error">check failed: {esc(check.error)}</p>' if check.error else ""
+    evidence = ("the passages below, verbatim" if check.evidence.startswith("<passage")
+                else esc(check.evidence))  # evidence="passages" mode: no summary to show
     return (f'<div class="check" data-node="{esc(check.id)}"><h4>check node {esc(check.id)}</h4>'
             f"{error}<p><b>query</b>: {esc(check.query)}</p>"
-            f"<p><b>evidence</b> ({esc(check.evidence_source)}): {esc(check.evidence)}</p>"
+            f"<p><b>evidence</b> ({esc(check.evidence_source)}): {evidence}</p>"
             f"<ol class='passages'>{passages or '<li><em>no passages</em></li>'}</ol></div>")
 
 
