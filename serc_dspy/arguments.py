@@ -21,3 +21,13 @@ def positive(value: str) -> int:
 
 def non_negative(value: str) -> int:
     return _integer(value, 0, "an integer >= 0")
+
+
+def positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {number}")
+    return number

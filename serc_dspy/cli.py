@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from serc_dspy.arguments import positive
+from serc_dspy.arguments import positive, positive_float
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 
 EXIT_USAGE = 2
@@ -111,6 +111,12 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                               "that ships a compiled state")
     command.add_argument("--deadline", type=positive, default=None, metavar="SECONDS",
                          help="overall time limit; steps not started by then degrade (logged)")
+    command.add_argument("--max-in-flight", type=positive, default=None, metavar="N",
+                         help="server LMs: at most N requests at once")
+    command.add_argument("--lm-rate", type=positive_float, default=None, metavar="PER_SECOND",
+                         help="server LMs: at most this many requests per second")
+    command.add_argument("--search-rate", type=positive_float, default=None, metavar="PER_SECOND",
+                         help="at most this many searches per second (cache hits are free)")
     command.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
                          help="per-call timeout of a server LM (default 120)")
     command.add_argument("--json", action="store_true",
@@ -163,13 +169,14 @@ def _build_retriever(args, needs_retriever: bool):
         raise UserError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
                        "files or a .jsonl), --search tavily, or --no-retrieval to verify "
                        "without retrieval")
-    return maybe_cached(retriever, args.cache)
+    return maybe_cached(retriever, args.cache, args.search_rate)
 
 
 def _build_lm(args):
     from serc_dspy.backends import lm_from_spec
 
     return lm_from_spec(args.lm, max_tokens=args.max_tokens, timeout=args.lm_timeout,
+                        max_in_flight=args.max_in_flight, rate=args.lm_rate,
                         progress=None if args.quiet else _assembly_progress)
 
 

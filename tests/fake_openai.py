@@ -8,6 +8,7 @@ signature parses. Requests are kept for assertions.
 import http.server
 import json
 import threading
+import time
 
 
 def minimal_instance(schema: dict, defs: dict | None = None):
@@ -35,8 +36,14 @@ def minimal_instance(schema: dict, defs: dict | None = None):
 
 
 class FakeOpenAIServer:
-    def __init__(self):
+    """`busy` answers the first N requests with HTTP 429 (Retry-After: 0); `delay` holds each
+    request that long, and `peak` records the most requests ever in flight at once."""
+
+    def __init__(self, busy: int = 0, delay: float = 0.0):
         self.requests: list[dict] = []
+        self.busy, self.delay = busy, delay
+        self.now = self.peak = 0
+        self.lock = threading.Lock()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -45,7 +52,25 @@ class FakeOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
+                with server.lock:
+                    server.requests.append(body)
+                    if server.busy > 0:
+                        server.busy -= 1
+                        self.send_response(429)
+                        self.send_header("Retry-After", "0")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    server.now += 1
+                    server.peak = max(server.peak, server.now)
+                try:
+                    time.sleep(server.delay)
+                    self._answer(body)
+                finally:
+                    with server.lock:
+                        server.now -= 1
+
+            def _answer(self, body):
                 schema = body["response_format"]["json_schema"]["schema"]
                 content = json.dumps(minimal_instance(schema))
                 self._send({"id": "c", "object": "chat.completion", "created": 0,

@@ -20,6 +20,7 @@ import copy
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -29,6 +30,7 @@ from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from serc_dspy.errors import UserError
+from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 DEFAULT_MAX_TOKENS = 512
 # A small model under a schema can repeat list items until it runs out of tokens; a bound on
@@ -284,7 +286,9 @@ class HttpChatEngine(ChatEngine):
     """
 
     def __init__(self, kind: str, url: str, model: str, *, timeout: float = DEFAULT_TIMEOUT_S,
-                 max_list_items: int = DEFAULT_MAX_LIST_ITEMS):
+                 max_list_items: int = DEFAULT_MAX_LIST_ITEMS, max_in_flight: int | None = None,
+                 rate: float | None = None, max_retries: int = 3, backoff: float = 1.0,
+                 sleep=time.sleep):
         if not url.startswith(("http://", "https://")):
             raise BackendError(f"server URL must start with http:// or https://, got {url!r}")
         if not model:
@@ -293,8 +297,30 @@ class HttpChatEngine(ChatEngine):
         self.timeout = timeout
         self.max_list_items = max_list_items
         self.name = f"{kind}/{model}"
+        self.max_in_flight, self.rate = max_in_flight, rate
+        self.max_retries, self.backoff, self._sleep = max_retries, backoff, sleep
+        self.in_flight = InFlightLimit(max_in_flight) if max_in_flight else None
+        self.bucket = TokenBucket(rate, burst=max(1, max_in_flight or 1), sleep=sleep) \
+            if rate else None
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One request, throttled (`max_in_flight`, `rate` requests per second) and retried
+        with backoff on HTTP 429 and 503 (the server's `Retry-After` when it sends one)."""
+        for attempt in range(self.max_retries + 1):
+            if self.bucket is not None:
+                self.bucket.acquire()
+            try:
+                if self.in_flight is None:
+                    return self._send_once(body)
+                with self.in_flight:
+                    return self._send_once(body)
+            except _Busy as busy:
+                if attempt == self.max_retries:
+                    raise busy.error from None
+                self._sleep(backoff_delay(attempt + 1, self.backoff, busy.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send_once(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(API_KEY_ENV)
         if key:
@@ -306,6 +332,10 @@ class HttpChatEngine(ChatEngine):
                 return json.loads(reply.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:300]
+            if exc.code in (429, 503):
+                raise _Busy(lm15.RateLimitError(f"{self.name}: HTTP {exc.code}: {detail}",
+                                                status=exc.code),
+                            exc.headers.get("Retry-After")) from None
             kind = lm15.AuthError if exc.code in (401, 403) else (
                 lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError)
             raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
@@ -317,13 +347,26 @@ class HttpChatEngine(ChatEngine):
 
     def dump_state(self) -> dict[str, Any]:
         return {"kind": self.kind, "url": self.url, "model": self.request_model,
-                "timeout": self.timeout, "max_list_items": self.max_list_items}
+                "timeout": self.timeout, "max_list_items": self.max_list_items,
+                "max_in_flight": self.max_in_flight, "rate": self.rate,
+                "max_retries": self.max_retries, "backoff": self.backoff}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> HttpChatEngine:
         return cls(state["kind"], state["url"], state["model"],
                    timeout=state.get("timeout", DEFAULT_TIMEOUT_S),
-                   max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS))
+                   max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
+                   max_in_flight=state.get("max_in_flight"), rate=state.get("rate"),
+                   max_retries=state.get("max_retries", 3),
+                   backoff=state.get("backoff", 1.0))
+
+
+class _Busy(Exception):
+    """HTTP 429 / 503: retried after a backoff; `error` is raised when retries run out."""
+
+    def __init__(self, error: Exception, retry_after: str | None):
+        super().__init__(str(error))
+        self.error, self.retry_after = error, retry_after
 
 
 class AsyncHttpChatEngine(ThreadedAsyncEngine):

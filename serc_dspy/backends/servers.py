@@ -37,16 +37,21 @@ def server_lm(
     temperature: float = 0.0,
     timeout: float = DEFAULT_TIMEOUT_S,
     cache: bool = False,
+    max_in_flight: int | None = None,
+    rate: float | None = None,
     **lm_options: Any,
 ) -> dspy.LM:
     """An LM for a running OpenAI-compatible server at `url` (ending in /v1) serving `model`.
 
     The API key, if the server needs one, is read from `SERC_LM_API_KEY` at call time and is
-    never written to a trace or saved state.
+    never written to a trace or saved state. `max_in_flight` caps concurrent requests and
+    `rate` the requests per second (a token bucket); HTTP 429 and 503 are retried with backoff.
     """
     if kind not in SERVER_KINDS:
         raise BackendError(f"unknown server kind {kind!r}; known: {', '.join(SERVER_KINDS)}")
-    engine = HttpChatEngine(kind, url, model, timeout=timeout)
+    engine = HttpChatEngine(kind, url, model, timeout=timeout, max_in_flight=max_in_flight,
+                            rate=rate)
+    lm_options.setdefault("num_retries", 0)  # the engine retries 429/503 itself, once each
     return dspy.LM(
         f"{kind}/{model}",
         engine=engine,

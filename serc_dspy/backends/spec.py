@@ -45,11 +45,13 @@ def _url_and_model(kind: str, value: str) -> tuple[str, str]:
 
 
 def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature: float = 0.0,
-                 progress=None, timeout: float | None = None, **options: Any) -> dspy.LM:
+                 progress=None, timeout: float | None = None, max_in_flight: int | None = None,
+                 rate: float | None = None, **options: Any) -> dspy.LM:
     """Build a DSPy LM from a spec string (see the module docstring for the forms).
 
     `max_tokens=None` takes a named offline model's CPU default (else 512). `timeout` bounds
-    each HTTP call of a server LM (seconds; default 120).
+    each HTTP call of a server LM (seconds; default 120); `max_in_flight` and `rate` throttle
+    a server LM (concurrent requests; requests per second).
     """
     spec = (spec or DEFAULT_LM).strip()
     kind, sep, value = spec.partition("=")
@@ -73,7 +75,8 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
 
         if timeout is not None:
             settings["timeout"] = timeout
-        return server_lm(kind, *_url_and_model(kind, value), **settings)
+        return server_lm(kind, *_url_and_model(kind, value), max_in_flight=max_in_flight,
+                         rate=rate, **settings)
     if not sep and "/" in spec and " " not in spec and not spec.startswith("/"):
         return dspy.LM(spec, **settings)
     raise BackendError(f"unknown LM spec {spec!r}; {LM_FORMS}")

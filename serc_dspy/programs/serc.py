@@ -80,6 +80,10 @@ UNCHANGED = ("kept", "unverified", "uncorrected")
 # A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
 # scores 0.3-0.7 here; an unrelated sentence under 0.1).
 POSITIONAL_MIN_SIMILARITY = 0.3
+REWRITE_CONTEXT_SENTENCES = 2
+"""A rewrite sees the accepted facts of this many preceding sentences (for flow: not repeating
+them, resolving "she"). All of them would make rewrite prompts grow with the square of the
+draft's length (13 tokens x n^2, 21% of prompt tokens at 80 sentences)."""
 AUTO_STATE = "auto"
 """`SERC(compiled="auto")`, the default: the run's offline model's packaged state, if any."""
 _MODEL_STATE_LOCK = threading.Lock()
@@ -701,7 +705,8 @@ class SERC(TracedProgram):
             if not facts:
                 sentence.rewritten = ""
                 return
-            earlier = [fact for group in accepted[:sentence.index] for fact in group]
+            start = max(0, sentence.index - REWRITE_CONTEXT_SENTENCES)
+            earlier = [fact for group in accepted[start:sentence.index] for fact in group]
             try:
                 text = self.call(run, "rewrite", "rewrite", self.rewriter,
                                  subject=trace.subject, earlier_facts=earlier,

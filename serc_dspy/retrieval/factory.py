@@ -22,6 +22,11 @@ def web_search(name: str):
     return TavilyRetriever()
 
 
-def maybe_cached(retriever, cache: str | Path | None):
-    """Wrap `retriever` in the on-disk cache when a cache file is given."""
+def maybe_cached(retriever, cache: str | Path | None, rate: float | None = None):
+    """Wrap `retriever` in a rate limit (`rate` searches per second) when given, then in the
+    on-disk cache when a cache file is given (cache hits are never throttled)."""
+    if rate:
+        from serc_dspy.throttle import RateLimited
+
+        retriever = RateLimited(retriever, rate)
     return CachedRetriever(retriever, cache) if cache else retriever

@@ -477,3 +477,22 @@ def test_acall_fans_check_nodes_out_and_never_blocks_the_event_loop():
     assert result.trace.status == "decoded"
     assert state["peak"] >= 2  # check nodes judged concurrently
     assert len(ticks) >= 3  # the loop kept running while SERC decoded
+
+
+def test_rewrite_prompts_stay_bounded_for_a_hundred_sentence_draft():
+    sentences = [f"Marie Curie wrote paper number {i} in Paris." for i in range(100)]
+    lm, engine = scripted_lm(handlers(
+        AtomicFacts=lambda i: {"facts": [i["sentence"]]},
+        JudgeFacts=lambda i: {"verdicts": ["CONTRADICTED"] * len(i["claims"])},
+        JudgeFact=lambda i: {"verdict": "CONTRADICTED"},
+        CorrectFacts=lambda i: {"corrections": [
+            {"original": f, "fixed": f.replace("Paris", "Warsaw")} for f in i["erroneous_facts"]]},
+    ))
+    program = SERC(retriever=CountingRetriever(), firewall=False, max_sentences=100)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        program(question="Tell me about Marie Curie's papers.", draft=" ".join(sentences))
+    rewrites = engine.of("RewriteSentence")
+    assert len(rewrites) == 100
+    sizes = [len(call["inputs"]["earlier_facts"]) for call in rewrites]
+    assert max(sizes) <= 2  # the two preceding sentences' facts, never all of them
+    assert max(len(c["user"]) for c in rewrites) < 2 * min(len(c["user"]) for c in rewrites)
