@@ -88,8 +88,8 @@ def run_noise(
                 **method_options)
             if on_run:
                 on_run(method, k, summary)
-            score_noise_run(path, drafts, articles)
-    return write_noise_report(collect_noise(out), out)  # earlier runs in `out` included
+    rescore_noise(out, articles)  # every run in `out`, earlier ones included, scored alike
+    return write_noise_report(collect_noise(out), out)
 
 
 class _NamedRetriever:
@@ -117,6 +117,20 @@ def score_noise_run(run_path: str | os.PathLike[str], drafts: Sequence[NoisyDraf
 def load_drafts(path: str | os.PathLike[str]) -> list[NoisyDraft]:
     """The drafts a `serc bench noise` run planted (`DIR/drafts-k{K}.json`)."""
     return [NoisyDraft.model_validate(r) for r in parse_json(Path(path).read_text("utf-8"))]
+
+
+def rescore_noise(out_dir: str | os.PathLike[str], articles: Mapping[str, str]) -> int:
+    """Score every `{method}-k{K}.jsonl` in `out_dir` against its `drafts-k{K}.json`, so a
+    change of the scoring rules reaches runs made before it. Returns the runs scored."""
+    out, scored = Path(out_dir), 0
+    for path in sorted(out.glob("*-k*.jsonl")):
+        m = re.fullmatch(r"(.+)-k(\d+)\.jsonl", path.name)
+        drafts_path = out / f"drafts-k{m.group(2)}.json" if m else None
+        if m is None or m.group(1) == "drafts" or not drafts_path.is_file():
+            continue
+        score_noise_run(path, load_drafts(drafts_path), articles)
+        scored += 1
+    return scored
 
 
 def collect_noise(out_dir: str | os.PathLike[str]) -> dict[int, dict[str, NoiseSummary]]:
