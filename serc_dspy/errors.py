@@ -6,6 +6,7 @@ Two kinds of failure, handled differently everywhere:
   propagates, and the CLI prints it as one line with exit status 2.
 - **degrade** — anything else inside a step (an unreachable LM, unparseable output, a search
   outage): the step falls back as the failure policy says, and the trace records an event.
+  The errors this package raises for those derive from `StepFailed`.
   A run in which nothing could be verified is a failure (`DecodingFailed`, exit status 1).
 
 `describe` turns any exception into one line with every configured secret redacted, so a key
@@ -20,6 +21,11 @@ import re
 
 class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
+
+
+class StepFailed(RuntimeError):
+    """Our own degrade-family errors (a search outage, a truncated output, a passed deadline, a
+    server that died): a step failed and falls back; it never aborts a run by itself."""
 
 
 class DecodingFailed(RuntimeError):

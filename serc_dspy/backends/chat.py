@@ -29,7 +29,7 @@ from dspy import lm15
 from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import StepFailed, UserError
 from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 DEFAULT_MAX_TOKENS = 512
@@ -45,7 +45,7 @@ class BackendError(UserError):
     """An LM backend cannot be built or used; the message says what to install or pass."""
 
 
-class OutputTruncated(RuntimeError):
+class OutputTruncated(StepFailed):
     """The model hit `max_tokens` before finishing: the output is incomplete and is not used."""
 
 

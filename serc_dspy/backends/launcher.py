@@ -23,10 +23,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import StepFailed, UserError
 
 
-class ServerError(RuntimeError):
+class ServerError(StepFailed):
     """The managed server could not be started; the message says why and where its log is."""
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 import dspy
 
-from serc_dspy.errors import DecodingFailed, UserError, redact
+from serc_dspy.errors import DecodingFailed, StepFailed, UserError, redact
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -39,7 +39,7 @@ STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
 
 
-class DeadlineExceeded(TimeoutError):
+class DeadlineExceeded(StepFailed, TimeoutError):
     """The run's overall deadline passed before a step could start; the step degrades."""
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import StepFailed, UserError
 from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
 
@@ -25,7 +25,7 @@ DEFAULT_CONTEXT_CHARS = 20_000
 """The paper truncates the concatenated search context at 20,000 characters."""
 
 
-class RetrievalError(RuntimeError):
+class RetrievalError(StepFailed):
     """A retriever failed or returned something that is not a list of passages."""
 
 
