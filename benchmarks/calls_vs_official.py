@@ -1,0 +1,170 @@
+"""LM calls, prompt tokens and orchestration of SERC against the official code's call pattern.
+
+Measured from outside with a scripted LM on FActScore's 48 annotated ChatGPT bios
+(`factscore/labeled_dev/ChatGPT.jsonl`):
+- each sentence's facts are its human atomic facts, and verdicts come from the human labels
+  (S -> SUPPORTED, NS -> CONTRADICTED, IR -> NOT_FOUND);
+- the official pattern (labhai/SERC `experiments/run_SERC.py`) is applied to the same traces:
+  one verdict call per fact and one query and one evidence summary per sentence, plus the same
+  firewall, decomposition, correction, rewrite and polish calls and the initial answer;
+- prompt tokens are the rendered prompts' characters / 4 (the scripted LM's count);
+- wall time runs against a fake 8-slot server (200 ms + 2 ms per completion token per call),
+  and the critical path is the 9 dependent calls of one sentence (descriptor, judge, facts,
+  query, summary, verdict, correction, rewrite, polish) at their mean latencies.
+
+    python benchmarks/calls_vs_official.py --data ../shared/data [--bios 48] [--wall-bios 5]
+
+Ends with one line: calls_vs_official=R1 serc_vs_dense_tokens=R2 wall_vs_critical_path=R3
+prompt_tokens_per_bio=N. Not part of CI's pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dspy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from scripted import entity, scripted_lm  # noqa: E402  (the tests' scripted LM)
+
+from serc_dspy import SERC  # noqa: E402
+from serc_dspy.text import normalise  # noqa: E402
+from serc_dspy.trace import Passage  # noqa: E402
+
+LABELS = {"S": "SUPPORTED", "NS": "CONTRADICTED", "IR": "NOT_FOUND"}
+CRITICAL = ("AnswerEntity", "SameEntity", "AtomicFacts", "VerificationQuery", "EvidenceSummary",
+            "JudgeFacts", "CorrectFacts", "RewriteSentence", "PolishAnswer")
+
+
+def load_bios(data: Path, limit: int) -> list[dict]:
+    rows = [json.loads(line) for line in
+            (data / "factscore" / "labeled_dev" / "ChatGPT.jsonl").read_text().splitlines()]
+    bios = []
+    for row in rows:
+        annotations = [a for a in row.get("annotations") or [] if a.get("human-atomic-facts")]
+        if not annotations:
+            continue
+        sentences = {normalise(a["text"]): [f["text"] for f in a["human-atomic-facts"]]
+                     for a in annotations}
+        labels = {f["text"]: LABELS.get(f.get("label"), "NOT_FOUND")
+                  for a in annotations for f in a["human-atomic-facts"]}
+        bios.append({"topic": row["topic"], "draft": " ".join(a["text"] for a in annotations),
+                     "sentences": sentences, "labels": labels})
+    return bios[:limit]
+
+
+def handlers(bio: dict, latency: dict | None = None) -> dict:
+    def verdict(claim: str) -> str:
+        return bio["labels"].get(claim, "SUPPORTED")
+
+    table = {
+        "QueryEntity": lambda i: entity(bio["topic"]),
+        "AnswerEntity": lambda i: entity(bio["topic"], "person"),
+        "EvidenceEntity": lambda i: entity(bio["topic"], "person"),
+        "SameEntity": lambda i: {"analysis": "", "same": "YES"},
+        "AtomicFacts": lambda i: {"facts": bio["sentences"].get(normalise(i["sentence"]),
+                                                                [i["sentence"]])},
+        "VerificationQuery": lambda i: {"query": f"{bio['topic']} {i['facts'][0]}"},
+        "EvidenceSummary": lambda i: {"evidence": i["passages"][:400]},
+        "JudgeFacts": lambda i: {"verdicts": [verdict(c) for c in i["claims"]]},
+        "JudgeFact": lambda i: {"verdict": verdict(i["claim"])},
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": verdict(i["claim"])},
+        "CorrectFacts": lambda i: {"corrections": [
+            {"original": f, "fixed": f.rstrip(".") + " (as the evidence states)."}
+            for f in i["erroneous_facts"]]},
+        "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+        "GroundedAnswer": lambda i: {"answer": bio["draft"]},
+    }
+    if latency is None:
+        return table
+    slots = threading.BoundedSemaphore(8)
+
+    def slow(name, handler):
+        def run(inputs):
+            out = handler(inputs)
+            seconds = 0.2 + 0.002 * len(json.dumps(out)) / 4
+            with slots:
+                time.sleep(seconds)
+            latency.setdefault(name, []).append(seconds)
+            return out
+        return run
+
+    return {name: slow(name, h) for name, h in table.items()}
+
+
+def retriever(bio: dict):
+    def search(query: str, k: int):
+        return [Passage(text=f"{bio['topic']}: a passage about {query}.", source="wiki")]
+    return search
+
+
+def decode(bio: dict, **options):
+    lm, _ = scripted_lm(handlers(bio))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        return SERC(retriever=retriever(bio), **options)(
+            question=f"Tell me a bio of {bio['topic']}.", draft=bio["draft"]).trace
+
+
+def official_calls(trace) -> int:
+    """The official pattern on this trace's fact structure (the initial answer included)."""
+    steps = trace.usage.steps
+    firewall = 4  # three descriptors and the judge, every time
+    sentences = len({f.sentence for f in trace.facts})
+    same = sum(steps[s].calls for s in ("atomic_facts", "corrections", "rewrite", "polish")
+               if s in steps)
+    return 1 + firewall + same + 2 * sentences + len(trace.facts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="the shared data folder")
+    parser.add_argument("--bios", type=int, default=48)
+    parser.add_argument("--wall-bios", type=int, default=5)
+    args = parser.parse_args()
+    bios = load_bios(args.data, args.bios)
+    ours, official, tokens, totals, dense_tokens, verdict_calls, facts = ([] for _ in range(7))
+    for bio in bios:
+        trace = decode(bio)
+        ours.append(trace.usage.total.calls + 1)  # + the initial answer the draft stands for
+        official.append(official_calls(trace))
+        tokens.append(trace.usage.total.prompt_tokens)
+        totals.append(trace.usage.total.total_tokens)
+        dense_tokens.append(decode(bio, density="atomic").usage.total.total_tokens)
+        verdict_calls.append(sum(u.calls for s, u in trace.usage.steps.items()
+                                 if s.startswith("verdict")))
+        facts.append(len(trace.facts))
+    mean = statistics.mean
+    print(f"| figure | ours | official | ratio |\n|---|---:|---:|---:|\n"
+          f"| LM calls per bio (initial answer included) | {mean(ours):.1f} | "
+          f"{mean(official):.1f} | {mean(ours) / mean(official):.3f} |\n"
+          f"| verdict calls per bio | {mean(verdict_calls):.1f} | {mean(facts):.1f} | |")
+    dense_ratio = mean(totals) / mean(dense_tokens)
+    print(f"\nSERC / High-Density tokens: {dense_ratio:.3f} (paper: 0.544)")
+    walls, critical = [], []
+    for bio in bios[: args.wall_bios]:
+        latency: dict[str, list[float]] = {}
+        lm, _ = scripted_lm(handlers(bio, latency))
+        started = time.monotonic()
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            SERC(retriever=retriever(bio), max_workers=8)(
+                question=f"Tell me a bio of {bio['topic']}.", draft=bio["draft"])
+        walls.append(time.monotonic() - started)
+        critical.append(sum(mean(latency.get(name) or latency.get("JudgeFact") or [0.2])
+                            for name in CRITICAL))
+    ratio = mean(walls) / mean(critical)
+    print(f"\nwall per bio at 8 workers on an 8-slot server: {mean(walls):.2f} s; critical path "
+          f"{mean(critical):.2f} s; ratio {ratio:.2f}")
+    print(f"\ncalls_vs_official={mean(ours) / mean(official):.3f} "
+          f"serc_vs_dense_tokens={dense_ratio:.3f} wall_vs_critical_path={ratio:.2f} "
+          f"prompt_tokens_per_bio={mean(tokens):.0f}")
+
+
+if __name__ == "__main__":
+    main()
