@@ -89,6 +89,15 @@ def same_name(first: str, second: str) -> bool:
     return position == len(short)
 
 
+def mentions(text: str, name: str) -> bool:
+    """True when `text` names `name` (two words or more, normalised, as a contiguous run):
+    a draft that says "known professionally as Beenie Man" is about Beenie Man."""
+    words = normalize_name(name).split()
+    if len(words) < 2:
+        return False
+    return f" {' '.join(words)} " in f" {normalize_name(text)} "
+
+
 def more_specific(first: Descriptor, second: Descriptor) -> Descriptor:
     """Prefer a usable descriptor that carries a characteristic, then the longer one."""
     candidates = [d for d in (first, second) if d.usable]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import dspy
 
 from serc_dspy.backends.models import model_of_lm
-from serc_dspy.entities import Descriptor, more_specific, same_name
+from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
 from serc_dspy.errors import UserError, describe
 from serc_dspy.facts import (
     clean_facts,
@@ -359,6 +359,15 @@ class SERC(TracedProgram):
             firewall.decision = "passed: the answer and the evidence name the same entity " \
                                 "(same normalised name, no judge call)"
             trace.subject = str(more_specific(answer, evidence))
+            return
+        if query.usable and same_name(query.name, evidence.name) and \
+                mentions(trace.received, query.name):
+            # The answer descriptor named another of the subject's names (a birth name, say)
+            # while the answer itself names the entity asked about, which the evidence is about.
+            firewall.same_entity = True
+            firewall.decision = (f"passed: the answer names the asked entity ({query.name}), "
+                                 "which the evidence is about (no judge call)")
+            trace.subject = str(more_specific(evidence, query))
             return
         try:
             judged = self.call(run, "same_entity", "firewall", self.entity_judge,

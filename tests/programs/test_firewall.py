@@ -5,8 +5,8 @@ import pytest
 from scripted import CountingRetriever, entity, scripted_lm
 from test_serc import DRAFT, handlers
 
-from serc_dspy import SERC
-from serc_dspy.entities import Descriptor, normalize_name, same_name
+from serc_dspy import SERC, LocalCorpus
+from serc_dspy.entities import Descriptor, mentions, normalize_name, same_name
 
 GROUNDED = "Marie Curie was a physicist and chemist born in Warsaw who won two Nobel Prizes."
 
@@ -49,7 +49,8 @@ def test_an_echoed_format_is_stripped_and_then_names_match():
 
 def test_different_names_go_to_the_judge_and_a_yes_keeps_the_draft():
     trace, engine = decode(AnswerEntity=lambda i: entity("Maria Skłodowska", "physicist"),
-                           EvidenceEntity=lambda i: entity("Marie Curie", "chemist"))
+                           EvidenceEntity=lambda i: entity("Marie Curie", "chemist"),
+                           QueryEntity=lambda i: entity(""))
     assert len(engine.of("SameEntity")) == 1
     assert trace.firewall.same_entity is True and not trace.firewall.reset
     assert "judge found the same entity" in trace.firewall.decision
@@ -65,6 +66,39 @@ def test_a_judged_mismatch_of_two_usable_descriptors_resets_and_keeps_the_replac
     assert firewall.replaced_answer == DRAFT
     assert trace.received == GROUNDED and trace.subject == "Pierre Curie (physicist)"
     assert len(engine.of("GroundedAnswer")) == 1
+
+
+BEENIE = {"beenie.txt": "Beenie Man is a Jamaican dancehall deejay. Beenie Man won a Grammy "
+                         "Award in 2001 for the album Art and Life."}
+STAGE_NAME_DRAFT = ("Moses Anthony Davis, known professionally as Beenie Man, is a Jamaican "
+                    "dancehall deejay. He won a Grammy Award in 2001.")
+
+
+def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descriptor_took():
+    lm, engine = scripted_lm(handlers(
+        QueryEntity=lambda i: entity("Beenie Man"),
+        AnswerEntity=lambda i: entity("Moses Anthony Davis", "dancehall deejay"),
+        EvidenceEntity=lambda i: entity("Beenie Man", "musician"),
+        SameEntity=lambda i: {"analysis": "Different names.", "same": "NO"}))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(BEENIE)))(
+            question="Tell me a bio of Beenie Man.", draft=STAGE_NAME_DRAFT).trace
+    assert not trace.firewall.reset and trace.received == STAGE_NAME_DRAFT
+    assert "names the asked entity (Beenie Man)" in trace.firewall.decision
+    assert engine.of("SameEntity") == [] and trace.subject == "Beenie Man (musician)"
+
+
+def test_an_answer_that_never_names_the_asked_entity_still_goes_to_the_judge():
+    lm, engine = scripted_lm(handlers(
+        QueryEntity=lambda i: entity("Beenie Man"),
+        AnswerEntity=lambda i: entity("Moses Anthony Davis", "banker"),
+        EvidenceEntity=lambda i: entity("Beenie Man", "musician"),
+        SameEntity=lambda i: {"analysis": "A banker is not a deejay.", "same": "NO"}))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(BEENIE)))(
+            question="Tell me a bio of Beenie Man.",
+            draft="Moses Anthony Davis is a banker in Kingston who founded two banks.").trace
+    assert len(engine.of("SameEntity")) == 1 and trace.firewall.reset
 
 
 def test_a_failing_judge_passes_and_is_logged():
@@ -83,6 +117,12 @@ def test_an_empty_answer_descriptor_passes():
                            SameEntity=lambda i: {"analysis": "x", "same": "NO"})
     assert not trace.firewall.reset and engine.of("SameEntity") == []
     assert "answer descriptor" in trace.firewall.decision
+
+
+def test_mentions_needs_the_whole_name_in_order():
+    assert mentions("Davis, known professionally as Beenie Man, is...", "Beenie Man")
+    assert not mentions("Beenie is a man", "Beenie Man")
+    assert not mentions("Ronaldo played for Real Madrid", "Ronaldo")  # one word is too weak
 
 
 def test_name_helpers():
