@@ -245,7 +245,11 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
 # -- HaluEval QA ----------------------------------------------------------------------------------
 def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
     """HaluEval QA rows `{knowledge, question, right_answer, hallucinated_answer}`."""
+    if not Path(path).is_file():
+        raise UserError(f"HaluEval data file not found: {path}")
     rows = read_jsonl(path)
+    if not rows:
+        raise UserError(f"{path} holds no HaluEval rows (JSON lines)")
     keep = []
     for number, row in enumerate(rows, 1):
         missing = [k for k in ("knowledge", "question", "right_answer", "hallucinated_answer")

@@ -270,3 +270,21 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
     assert summary["hallucinated"]["fix_rate"] == 1.0
     assert summary["control"]["break_rate"] == 0.0
     assert summary["hallucinated"]["calls_per_item"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["noise", "--articles", "/nonexistent.json", "--method", "serc"], "articles file not found"),
+    (["noise", "--articles", "ARTICLES", "--method", "nosuch"], "unknown method 'nosuch'"),
+    (["noise", "--articles", "ARTICLES", "--method", "serc", "--errors", "40"],
+     "can carry 40 planted errors"),
+    (["halueval", "--data", "/nonexistent.jsonl"], "HaluEval data file not found"),
+    (["stages", "--data", "/nonexistent"], "data path not found"),
+])
+def test_bench_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, argv, message):
+    articles = tmp_path / "a.json"
+    articles.write_text(json.dumps(ARTICLES), encoding="utf-8")
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: None)
+    argv = [str(articles) if a == "ARTICLES" else a for a in argv]
+    assert main(["bench", *argv, "--out", str(tmp_path / "o"), "--lm", "openai=http://x/v1|m"]
+                if argv[0] != "stages" else ["bench", *argv]) == 2
+    assert message in capsys.readouterr().err
