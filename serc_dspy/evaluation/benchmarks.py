@@ -148,7 +148,6 @@ def _pooled(by_k: Mapping[int, Mapping[str, NoiseSummary]], method: str) -> dict
     """One method over every K: error rates from K > 0, false alarms from every run."""
     runs = [m[method] for m in by_k.values() if method in m]
     injected = sum(r.injected for r in runs)
-    units = sum(r.units for r in runs)
     bios = sum(r.bios for r in runs)
 
     def rate(part: float, whole: float) -> float | None:
@@ -158,9 +157,9 @@ def _pooled(by_k: Mapping[int, Mapping[str, NoiseSummary]], method: str) -> dict
         "residual_error_rate": rate(sum(r.left for r in runs), injected),
         "correction_rate": rate(sum(r.corrected for r in runs), injected),
         "deletion_rate": rate(sum(r.deleted for r in runs), injected),
-        "false_alarm_rate": rate(sum(r.altered for r in runs), units),
+        "false_alarm_rate": rate(sum((r.false_alarm_rate or 0) * r.bios for r in runs), bios),
         "introduced_per_bio": rate(sum(r.introduced for r in runs), bios),
-        "preservation": rate(sum(r.preserved for r in runs), units),
+        "preservation": rate(sum((r.preservation or 0) * r.bios for r in runs), bios),
         "calls_per_bio": rate(sum((r.calls_per_bio or 0) * r.bios for r in runs), bios),
         "tokens_per_bio": rate(sum((r.tokens_per_bio or 0) * r.bios for r in runs), bios),
         "bios": bios, "failed": sum(r.failed for r in runs), "injected": injected,

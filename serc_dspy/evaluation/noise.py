@@ -9,9 +9,11 @@ Per injected error (see `injection`):
 - `left`: the injected value is still in the answer.
 
 Per clean unit of the draft, `preserved`, `altered` (a false alarm that changed true content)
-or `pruned`. Units are the trace's facts that carry no injected value; a method whose trace has
-no facts falls back to the draft's clean details (years, numbers, names, roles). A fact counts
-as preserved when it was not corrected or pruned and its details are still in the answer.
+or `pruned`; the false-alarm rate and preservation are means over bios of those shares. Units
+are, per draft sentence, the trace's facts that the draft states and that carry no injected
+value; a sentence without such facts (no fact trace, a reset answer, a failed decomposition)
+falls back to its clean details (years, numbers, names, roles). A fact counts as preserved
+when it was not corrected or pruned and its details are still in the answer.
 
 `introduced` are years, numbers and capitalised names of the answer found in neither the draft
 nor the article: invented content the decoder verified into the answer.
@@ -217,8 +219,12 @@ def _rate(part: int, whole: int) -> float | None:
 
 
 def summarize_noise(scores: Iterable[NoiseScore | None]) -> NoiseSummary:
+    """Error rates pool every planted error. The false-alarm rate and preservation are means
+    over bios: a bio scored by facts has a few units and one that fell back to details (a reset
+    answer, say) has many, so pooling units would let one such bio outweigh the rest."""
     s = NoiseSummary()
     calls = tokens = 0
+    per_bio: list[tuple[float, float]] = []
     for score in scores:
         if score is None:
             s.failed += 1
@@ -236,6 +242,10 @@ def summarize_noise(scores: Iterable[NoiseScore | None]) -> NoiseSummary:
         for u in score.units:
             s.units += 1
             setattr(s, u.outcome, getattr(s, u.outcome) + 1)
+        if score.units:
+            n = len(score.units)
+            per_bio.append((sum(u.outcome == "altered" for u in score.units) / n,
+                            sum(u.outcome == "preserved" for u in score.units) / n))
         s.introduced += len(score.introduced)
         calls += score.calls
         tokens += score.tokens
@@ -243,8 +253,8 @@ def summarize_noise(scores: Iterable[NoiseScore | None]) -> NoiseSummary:
     s.detection_rate = _rate(s.detected, s.injected)
     s.correction_rate = _rate(s.corrected, s.injected)
     s.deletion_rate = _rate(s.deleted, s.injected)
-    s.false_alarm_rate = _rate(s.altered, s.units)
-    s.preservation = _rate(s.preserved, s.units)
+    s.false_alarm_rate = sum(a for a, _ in per_bio) / len(per_bio) if per_bio else None
+    s.preservation = sum(p for _, p in per_bio) / len(per_bio) if per_bio else None
     s.introduced_per_bio = _rate(s.introduced, s.bios)
     s.calls_per_bio = _rate(calls, s.bios)
     s.tokens_per_bio = _rate(tokens, s.bios)
