@@ -189,4 +189,9 @@ def stages_command(args) -> int:
                          progress=not args.quiet)
     print(json.dumps(summary) if args.json else stages_table(summary), end="\n" if args.json
           else "")
-    return 1 if any(s.get("failures") == s.get("n") for s in summary["stages"].values()) else 0
+    bad = [f"{stage}: {s['error']}" if "error" in s else f"{stage}: every example failed"
+           for stage, s in summary["stages"].items()
+           if "error" in s or s.get("failures") == s.get("n")]
+    for line in bad:
+        print(f"serc: warning: {line}", file=sys.stderr)
+    return 1 if bad else 0

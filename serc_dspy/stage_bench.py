@@ -148,13 +148,6 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
     `offset` skips the first dev examples: `serc compile --dev N` selects states on the first N,
     so a report on the examples after them (`offset=N`) is on data nothing was chosen by.
     """
-    from serc_dspy.compiling.compile import (
-        StageProgram,
-        evaluate_stage,
-        get_stage,
-        load_stage_data,
-    )
-    from serc_dspy.evaluation.injection import load_articles
     from serc_dspy.programs.serc import SERC
 
     root = Path(data).expanduser()
@@ -165,30 +158,54 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
     results: dict[str, Any] = {}
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         for stage in chosen:
-            if stage == "firewall":
-                pairs = firewall_pairs(load_articles(_find_articles(root)), limit=offset + dev,
-                                       seed=seed)[offset:]
-                results[stage] = _firewall_score(pairs, serc.entity_judge)
-                continue
-            data_stage = "verify" if stage == "verify_cited" else stage
-            split = load_stage_data(data_stage, root, train=0, dev=offset + dev, seed=seed)
-            split.dev = split.dev[offset:]
-            spec = get_stage(data_stage)
-            program = (CitedVerifier(serc.fact_checker) if stage == "verify_cited"
-                       else StageProgram(spec.predictor, getattr(serc, spec.predictor)))
-            with contextlib.redirect_stdout(sys.stderr):  # dspy.Evaluate's bar: keep stdout clean
-                score = evaluate_stage(program, split.dev, data_stage,
-                                       display_progress=progress)
-            results[stage] = score.to_dict()
-    summary = {"lm": str(getattr(lm, "model", None)), "compiled": compiled, "seed": seed,
-               "dev": dev, "offset": offset, "stages": results}
-    if out:
-        folder = Path(out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "stages.json").write_text(json.dumps(summary, indent=2) + "\n",
-                                            encoding="utf-8")
-        (folder / "stages.md").write_text(stages_table(summary), encoding="utf-8")
-    return summary
+            try:
+                results[stage] = _run_stage(stage, root, serc, dev=dev, seed=seed,
+                                            offset=offset, progress=progress)
+            except UserError as exc:  # e.g. a split too small for the offset: say so, go on
+                results[stage] = {"error": str(exc)}
+            if out:
+                _write(out, _summary(lm, compiled, seed, dev, offset, results))
+    return _summary(lm, compiled, seed, dev, offset, results)
+
+
+def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int,
+               progress: bool) -> dict[str, Any]:
+    from serc_dspy.compiling.compile import (
+        StageProgram,
+        evaluate_stage,
+        get_stage,
+        load_stage_data,
+    )
+    from serc_dspy.evaluation.injection import load_articles
+
+    if stage == "firewall":
+        pairs = firewall_pairs(load_articles(_find_articles(root)), limit=offset + dev,
+                               seed=seed)[offset:]
+        return _firewall_score(pairs, serc.entity_judge)
+    data_stage = "verify" if stage == "verify_cited" else stage
+    split = load_stage_data(data_stage, root, train=0, dev=offset + dev, seed=seed)
+    if len(split.dev) <= offset:
+        raise UserError(f"the dev split of stage {stage!r} has {len(split.dev)} examples, "
+                        f"none after --offset {offset}")
+    split.dev = split.dev[offset:]
+    spec = get_stage(data_stage)
+    program = (CitedVerifier(serc.fact_checker) if stage == "verify_cited"
+               else StageProgram(spec.predictor, getattr(serc, spec.predictor)))
+    with contextlib.redirect_stdout(sys.stderr):  # dspy.Evaluate's bar: keep stdout clean
+        score = evaluate_stage(program, split.dev, data_stage, display_progress=progress)
+    return score.to_dict()
+
+
+def _summary(lm, compiled, seed, dev, offset, results) -> dict[str, Any]:
+    return {"lm": str(getattr(lm, "model", None)), "compiled": compiled, "seed": seed,
+            "dev": dev, "offset": offset, "stages": dict(results)}
+
+
+def _write(out: str | os.PathLike[str], summary: dict[str, Any]) -> None:
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stages.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (folder / "stages.md").write_text(stages_table(summary), encoding="utf-8")
 
 
 _FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
@@ -205,6 +222,10 @@ def stages_table(summary: dict[str, Any]) -> str:
              "| stage | figure | score | macro-F1 | n | failed | seconds |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for stage, s in summary["stages"].items():
+        if "error" in s:
+            lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | – | – | – | – | – "
+                         f"({s['error']}) |")
+            continue
         f1 = s.get("macro_f1")
         lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | {s['score']:.1f} | "
                      f"{'–' if f1 is None else format(f1, '.3f')} | {s['n']} | "

@@ -65,3 +65,17 @@ def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
     assert stages["firewall"]["score"] > 50 and stages["firewall"]["judge_calls"] < 6
     assert "| firewall |" in (tmp_path / "stages.md").read_text()
     assert engine.of("SameEntity")
+
+
+@needs_data
+def test_a_stage_too_small_for_the_offset_is_reported_and_the_rest_still_run(
+        tmp_path, monkeypatch, capsys):
+    lm, _ = scripted_lm({"JudgeFact": lambda i: {"verdict": "NOT_FOUND"},
+                         "CorrectFacts": lambda i: {"corrections": []}})
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    code = main(["bench", "stages", "--data", str(SHARED_DATA), "--dev", "3", "--offset", "25",
+                 "--stage", "correct", "--stage", "verify", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 1 and "correct: the dev split of stage 'correct' has" in captured.err
+    summary = json.loads((tmp_path / "stages.json").read_text())
+    assert "error" in summary["stages"]["correct"] and summary["stages"]["verify"]["n"] == 3
