@@ -143,7 +143,8 @@ def halueval_command(args) -> int:
     else:
         h, c = summary["hallucinated"], summary["control"]
         print(f"HaluEval {args.method}: fix rate {_f(h['fix_rate'])} on {h['scored']} items "
-              f"({h['failed']} failed); control break rate {_f(c['break_rate'])} on "
+              f"({h['failed']} failed; {_f(h['cold_start_rate'])} of the drafts took the cold "
+              f"start); control break rate {_f(c['break_rate'])} on "
               f"{c['scored']} ({c['failed']} failed); {_f(h['calls_per_item'], '.1f')} calls and "
               f"{_f(h['tokens_per_item'], '.0f')} tokens per item")
     return 1 if summary["hallucinated"]["failed"] or summary["control"]["failed"] else 0

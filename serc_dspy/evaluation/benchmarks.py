@@ -291,7 +291,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                                                                     item.id),
                        meta={"data": str(data), "limit": limit}, **method_options)
         by_id = {r["id"]: r for r in rows}
-        outcomes, failed, calls, tokens = [], 0, 0, 0
+        outcomes, failed, calls, tokens, cold = [], 0, 0, 0, 0
         for record in read_jsonl(path):
             row = by_id.get(str(record.get("id")))
             if row is None:
@@ -301,6 +301,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 continue
             outcomes.append(halueval_outcome(record.get("answer"), row["right_answer"],
                                              row["hallucinated_answer"]))
+            cold += bool((record.get("trace") or {}).get("cold_start"))
             usage = ((record.get("trace") or {}).get("usage") or {}).get("total") or {}
             calls += usage.get("calls", 0)
             tokens += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
@@ -311,6 +312,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 (sum(o["fixed"] for o in outcomes) / n if run == "hallucinated"
                  else sum(not o["right"] for o in outcomes) / n) if n else None,
             "right_rate": sum(o["right"] for o in outcomes) / n if n else None,
+            "cold_start_rate": cold / n if n else None,
             "calls_per_item": calls / n if n else None,
             "tokens_per_item": tokens / n if n else None,
         }
