@@ -209,15 +209,9 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
                     path: str | os.PathLike[str]) -> Path:
     """Residual error rate against injected errors per bio, one curve per method; at K = 0
     (no errors to leave) the point is the false-alarm rate, drawn hollow."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UserError("the waterfall plot needs matplotlib: pip install 'serc-dspy[eval]'"
-                        ) from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from serc_dspy.evaluation.report import pyplot, save_figure
 
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    fig, ax = pyplot().subplots(figsize=(6, 4.2))
     methods = list(dict.fromkeys(m for runs in by_k.values() for m in runs))
     for method in methods:
         ks = sorted(k for k in by_k if method in by_k[k])
@@ -234,11 +228,7 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 # -- HaluEval QA ----------------------------------------------------------------------------------

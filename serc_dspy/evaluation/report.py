@@ -222,19 +222,32 @@ def _points(runs: list[RunReport]) -> dict[str, list[tuple[str, float, float]]]:
     return panels
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or a UserError naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError("plots need matplotlib: pip install 'serc-dspy[eval]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path
+
+
 def write_plot(runs: list[RunReport], path: str | os.PathLike[str]) -> Path | None:
     """Scatter of score against tokens per question, one panel per metric; None if no scores."""
     panels = _points(runs)
     if not panels:
         return None
-    try:
-        import matplotlib
-    except ImportError:
-        raise UserError("the plot needs matplotlib: pip install 'serc-dspy[eval]'") from None
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
     for ax, (metric, points) in zip(axes[0], panels.items(), strict=True):
         for label, x, y in points:
@@ -246,11 +259,7 @@ def write_plot(runs: list[RunReport], path: str | os.PathLike[str]) -> Path | No
         ax.grid(True, alpha=0.3)
         ax.margins(0.2)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_report(paths: list[str], out_dir: str | os.PathLike[str]
