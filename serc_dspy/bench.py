@@ -52,9 +52,9 @@ def _method_settings(args) -> dict:
 
 
 def _build_lm(args):
-    from serc_dspy.backends import lm_from_spec
+    from serc_dspy.evaluation.commands import _build_lm as build  # the one LM-from-flags helper
 
-    return lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    return build(args.lm, args.max_tokens)
 
 
 # -- noise ------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.compiling.devsets import _get
 from serc_dspy.evaluation.injection import NoisyDraft, load_articles, make_drafts
 from serc_dspy.evaluation.noise import NoiseScore, score_decoding
 from serc_dspy.text import best_match
@@ -38,15 +39,6 @@ FACT_MATCH = 0.7
 """Similarity at which a trace fact is taken to be a labelled fact (as in `compiling.devsets`)."""
 LABELS = {"S": "SUPPORTED", "NS": "CONTRADICTED", "IR": "NOT_FOUND", "SUPPORTED": "SUPPORTED",
           "CONTRADICTED": "CONTRADICTED", "NOT_FOUND": "NOT_FOUND"}
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    try:
-        return getattr(obj, name)
-    except (AttributeError, KeyError):
-        return default
 
 
 def _trace(prediction: Any) -> Trace | None:
