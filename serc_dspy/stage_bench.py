@@ -81,26 +81,6 @@ def firewall_pairs(articles: dict[str, str], *, limit: int, seed: int = 0) -> li
     return sorted(pairs, key=lambda p: order(p["answer"], p["evidence"]))
 
 
-class CitedVerifier(dspy.Module):
-    """The verdict path the offline models run (`verdicts="fact"`): a cited verdict, then held
-    to its own quote as `SERC.cross_check` does."""
-
-    def __init__(self, fact_checker: dspy.Predict):
-        super().__init__()
-        self.fact_checker = fact_checker
-
-    def forward(self, evidence: str, claim: str) -> dspy.Prediction:
-        from serc_dspy.facts import substituted_detail
-        from serc_dspy.text import normalise
-
-        result = self.fact_checker(evidence=evidence, claim=claim)
-        verdict, quote = result.verdict, result.quote or ""
-        if quote and normalise(quote) in normalise(evidence) and substituted_detail(
-                claim, quote, "", same_event=verdict != "CONTRADICTED"):
-            verdict = "CONTRADICTED"
-        return dspy.Prediction(verdict=verdict, quote=quote)
-
-
 def _descriptor(text: str):
     from serc_dspy.entities import Descriptor
 
@@ -171,10 +151,10 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
 def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int,
                progress: bool) -> dict[str, Any]:
     from serc_dspy.compiling.compile import (
-        StageProgram,
         evaluate_stage,
         get_stage,
         load_stage_data,
+        stage_program,
     )
     from serc_dspy.evaluation.injection import load_articles
 
@@ -182,17 +162,14 @@ def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int
         pairs = firewall_pairs(load_articles(_find_articles(root)), limit=offset + dev,
                                seed=seed)[offset:]
         return _firewall_score(pairs, serc.entity_judge)
-    data_stage = "verify" if stage == "verify_cited" else stage
-    split = load_stage_data(data_stage, root, train=0, dev=offset + dev, seed=seed)
+    split = load_stage_data(stage, root, train=0, dev=offset + dev, seed=seed)
     if len(split.dev) <= offset:
         raise UserError(f"the dev split of stage {stage!r} has {len(split.dev)} examples, "
                         f"none after --offset {offset}")
     split.dev = split.dev[offset:]
-    spec = get_stage(data_stage)
-    program = (CitedVerifier(serc.fact_checker) if stage == "verify_cited"
-               else StageProgram(spec.predictor, getattr(serc, spec.predictor)))
+    program = stage_program(stage, getattr(serc, get_stage(stage).predictor))
     with contextlib.redirect_stdout(sys.stderr):  # dspy.Evaluate's bar: keep stdout clean
-        score = evaluate_stage(program, split.dev, data_stage, display_progress=progress)
+        score = evaluate_stage(program, split.dev, stage, display_progress=progress)
     return score.to_dict()
 
 

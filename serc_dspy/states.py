@@ -222,6 +222,45 @@ def save_compiled(
         "state": state,
         "meta": meta or {},
     }
+    return _write_document(path, document)
+
+
+def merge_compiled(paths: list[str | os.PathLike[str]], path: str | os.PathLike[str],
+                   meta: dict[str, Any] | None = None) -> Path:
+    """One state file from several (stages compiled separately, e.g. with different
+    optimizers): their stages side by side, each file's `meta` kept under `meta.parts`. A
+    stage found in two files is refused rather than silently picked."""
+    path = Path(path).expanduser()
+    _refuse_pickle(path)
+    if path.suffix.lower() != ".json":
+        raise CompiledStateError(f"{path}: a compiled state must be saved as a .json file")
+    documents = [read_compiled(p) for p in paths]
+    if not documents:
+        raise CompiledStateError("nothing to merge: give at least one compiled state")
+    stages: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+    parts = []
+    for document in documents:
+        for name, info in document["stages"].items():
+            if name in stages:
+                raise CompiledStateError(f"stage {name!r} is in more than one file "
+                                         f"({document['path']}); merge each stage once")
+            stages[name], state[name] = info, document["state"][name]
+        parts.append({"file": Path(document["path"]).name, **document.get("meta", {})})
+    from serc_dspy import __version__
+
+    merged = {**{k: documents[0][k] for k in ("format", "format_version", "program")},
+              "serc_dspy_version": __version__,
+              "dspy_version": getattr(dspy, "__version__", "unknown"),
+              "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "stages": stages, "state": state, "meta": {**(meta or {}), "parts": parts}}
+    if len({d["program"] for d in documents}) > 1:
+        merged["program"] = "SERC"
+    return _write_document(path, merged)
+
+
+def _write_document(path: Path, document: dict[str, Any]) -> Path:
+    """Write atomically: a temporary file renamed into place."""
     try:
         text = json.dumps(document, indent=2, ensure_ascii=False)
     except (TypeError, ValueError) as exc:

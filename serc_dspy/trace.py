@@ -139,6 +139,10 @@ class Step(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     error: str | None = None
 
+    def fail(self, error: str) -> None:
+        """Record why the step failed (`Run.attempt(..., failed=step.fail)`)."""
+        self.error = error
+
 
 class Event(BaseModel):
     """Something a reader of the trace should know that is not a node: a failure, a fallback."""

@@ -17,7 +17,7 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from serc_dspy.backends.chat import stream_events
+from serc_dspy.backends.chat import in_engine_thread, stream_events
 from serc_dspy.retrieval import LocalCorpus
 
 _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond with|\Z)", re.S)
@@ -77,14 +77,17 @@ class ScriptedEngine:
 
 
 class AsyncScriptedEngine:
+    """The async half, as the real engines do it (`chat.ThreadedAsyncEngine`): the sync call
+    in a worker thread, so a handler that sleeps or blocks never stalls the event loop."""
+
     def __init__(self, sync: ScriptedEngine):
         self.sync = sync
 
     async def complete(self, request) -> Response:
-        return self.sync.complete(request)
+        return await in_engine_thread(self.sync.complete, request)
 
     async def stream(self, request):
-        for event in self.sync.stream(request):
+        for event in await in_engine_thread(lambda: list(self.sync.stream(request))):
             yield event
 
 

@@ -85,3 +85,29 @@ def test_a_server_that_stays_busy_fails_after_its_retries():
         with pytest.raises(Exception, match="429"):
             _judge(lm)
     assert len(server.requests) == 3
+
+
+def test_several_endpoints_share_one_run_and_fill_each_others_slots():
+    """`sglang=URL1,URL2#MODEL`: several workers without a router. Each request goes to the
+    endpoint with the fewest in flight, so one SERC run keeps both busy at once."""
+    from serc_dspy import SERC, LocalCorpus
+
+    corpus = LocalCorpus.from_texts({"curie.txt": "Marie Curie was born in Warsaw in 1867. "
+                                     "She studied in Paris and won two Nobel Prizes."})
+    draft = ("Marie Curie was born in Warsaw. She studied in Paris. She won a Nobel Prize. "
+             "She was born in 1867.")
+    with FakeOpenAIServer(delay=0.05) as a, FakeOpenAIServer(delay=0.05) as b:
+        lm = lm_from_spec(f"sglang={a.url},{b.url}#fake")
+        program = SERC(retriever=corpus, max_workers=4)
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            prediction = program(question="Tell me a bio of Marie Curie.", draft=draft)
+    calls = prediction.trace.usage.total.calls
+    assert len(a.requests) + len(b.requests) == calls > 8
+    assert lm.engine.sent_to == {a.url: len(a.requests), b.url: len(b.requests)}
+    assert abs(len(a.requests) - len(b.requests)) <= calls // 4  # balanced
+    assert a.peak >= 2 and b.peak >= 2  # both workers served concurrent requests
+
+
+def test_a_bad_endpoint_in_a_list_is_named():
+    with pytest.raises(UserError, match="ftp://x"):
+        lm_from_spec("sglang=http://127.0.0.1:1/v1,ftp://x#m")

@@ -16,10 +16,14 @@ Two transports share that code:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import copy
+import functools
 import json
 import os
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -251,9 +255,30 @@ class ChatEngine:
         pass
 
 
+ENGINE_THREADS = 64
+"""Threads for blocking engine calls. `asyncio.to_thread` would use the loop's default pool,
+`min(32, cores + 4)` threads: 6 on a 2-core client, which would cap every run at 6 requests
+in flight whatever the server's slots or `max_workers`."""
+_ENGINE_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_ENGINE_POOL_LOCK = threading.Lock()
+
+
+async def in_engine_thread(fn, *args):
+    """`fn(*args)` on the engine pool, in a copy of the caller's context."""
+    global _ENGINE_POOL
+    with _ENGINE_POOL_LOCK:
+        if _ENGINE_POOL is None:
+            _ENGINE_POOL = concurrent.futures.ThreadPoolExecutor(
+                max_workers=ENGINE_THREADS, thread_name_prefix="serc-engine")
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        _ENGINE_POOL, functools.partial(context.run, fn, *args))
+
+
 class ThreadedAsyncEngine:
     """The async half DSPy requires next to a custom engine: it runs the sync engine's call in
-    a thread. Subclasses name their sync engine so a saved LM state can rebuild the pair."""
+    a thread of the engine pool. Subclasses name their sync engine so a saved LM state can
+    rebuild the pair."""
 
     sync_class: type = type(None)
 
@@ -261,7 +286,7 @@ class ThreadedAsyncEngine:
         self.sync = sync
 
     async def complete(self, request) -> Response:
-        return await asyncio.to_thread(self.sync.complete, request)
+        return await in_engine_thread(self.sync.complete, request)
 
     async def stream(self, request):
         for event in stream_events(await self.complete(request)):
@@ -281,19 +306,30 @@ class ThreadedAsyncEngine:
 class HttpChatEngine(ChatEngine):
     """An OpenAI-compatible server at `url` (ending in /v1) serving `model`.
 
-    The API key comes from `SERC_LM_API_KEY` at call time; it is never stored in the engine's
-    state, a trace or an error message.
+    `url` may list several endpoints serving the same model, comma-separated (several SGLang
+    workers without a router, say): each request goes to the endpoint with the fewest requests
+    in flight, ties broken round-robin, so every worker's slots fill. The API key comes from
+    `SERC_LM_API_KEY` at call time; it is never stored in the engine's state, a trace or an
+    error message.
     """
 
     def __init__(self, kind: str, url: str, model: str, *, timeout: float = DEFAULT_TIMEOUT_S,
                  max_list_items: int = DEFAULT_MAX_LIST_ITEMS, max_in_flight: int | None = None,
                  rate: float | None = None, max_retries: int = 3, backoff: float = 1.0,
                  sleep=time.sleep):
-        if not url.startswith(("http://", "https://")):
-            raise BackendError(f"server URL must start with http:// or https://, got {url!r}")
+        urls = [u.strip().rstrip("/") for u in url.split(",")]
+        for one in urls:
+            if not one.startswith(("http://", "https://")):
+                raise BackendError(f"server URL must start with http:// or https://, got "
+                                   f"{one!r}")
         if not model:
             raise BackendError("a server LM needs a model name (the one the server serves)")
-        self.kind, self.url, self.request_model = kind, url.rstrip("/"), model
+        self.kind, self.urls, self.request_model = kind, urls, model
+        self.url = ",".join(urls)
+        self.in_flight_at = dict.fromkeys(urls, 0)
+        self.sent_to = dict.fromkeys(urls, 0)
+        self._turn = 0
+        self._pick_lock = threading.Lock()
         self.timeout = timeout
         self.max_list_items = max_list_items
         self.name = f"{kind}/{model}"
@@ -320,12 +356,31 @@ class HttpChatEngine(ChatEngine):
                 self._sleep(backoff_delay(attempt + 1, self.backoff, busy.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _pick(self) -> str:
+        """The endpoint with the fewest requests in flight (round-robin among equals)."""
+        with self._pick_lock:
+            n = len(self.urls)
+            order = [self.urls[(self._turn + i) % n] for i in range(n)]
+            chosen = min(order, key=lambda u: self.in_flight_at[u])
+            self._turn = (self.urls.index(chosen) + 1) % n
+            self.in_flight_at[chosen] += 1
+            self.sent_to[chosen] += 1
+            return chosen
+
     def _send_once(self, body: dict[str, Any]) -> dict[str, Any]:
+        url = self._pick()
+        try:
+            return self._post(url, body)
+        finally:
+            with self._pick_lock:
+                self.in_flight_at[url] -= 1
+
+    def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(API_KEY_ENV)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        http = urllib.request.Request(f"{self.url}/chat/completions", method="POST",
+        http = urllib.request.Request(f"{url}/chat/completions", method="POST",
                                       data=json.dumps(body).encode("utf-8"), headers=headers)
         try:
             with urllib.request.urlopen(http, timeout=self.timeout) as reply:
@@ -341,7 +396,7 @@ class HttpChatEngine(ChatEngine):
             raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise lm15.TransportError(f"{self.name}: cannot reach {self.url}: {reason}") from None
+            raise lm15.TransportError(f"{self.name}: cannot reach {url}: {reason}") from None
         except json.JSONDecodeError as exc:
             raise lm15.ServerError(f"{self.name}: the server's reply is not JSON ({exc})") from None
 

@@ -6,6 +6,7 @@
     local=PATH.gguf                any GGUF file, in-process with llama.cpp
     hf=DIR_OR_HUB_ID[#GGUF_FILE]   in-process transformers (hub ids must be in the local cache)
     sglang=URL#MODEL               an SGLang server or router, e.g. sglang=http://127.0.0.1:30000/v1#meta-llama/Meta-Llama-3-8B-Instruct
+    sglang=URL1,URL2#MODEL         several workers without a router: least requests in flight
     openai=URL#MODEL               any OpenAI-compatible server accepting json_schema (vLLM, ...)
     PROVIDER/MODEL                 anything DSPy routes itself, e.g. openai/gpt-4o-mini (key from
                                    the provider's usual environment variable)
@@ -95,7 +96,7 @@ def parse_stage_lms(items: list[str], **settings: Any) -> dict[str, dspy.LM]:
 
 
 # The paper's settings, used for any LM that is not a named offline model.
-PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 4,
+PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 8,
                   "queries": "lm", "evidence": "summary", "verdicts": "check"}
 
 

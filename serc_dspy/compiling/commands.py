@@ -2,6 +2,8 @@
 
     serc compile --stage verify|facts|correct|all --optimizer labeled|bootstrap|mipro
                  --train N --dev N --data DIR --out PATH.json [--lm SPEC]
+    serc compile --stage serc --optimizer bootstrap|NAME --train BIOS --dev BIOS
+                 --data DIR|ARTICLES.json --out PATH.json [--errors K]
 
 Scores go to stdout; progress and data counts to stderr (unless --quiet).
 """
@@ -26,10 +28,13 @@ def register(subparsers) -> None:
         "compile",
         help="optimise SERC stages with DSPy on labelled data and save the state",
         description="Compile SERC stages with a DSPy optimizer, evaluate each on its dev split "
-                    f"before and after, and save the program state as JSON. Stages: {stages}.",
+                    f"before and after, and save the program state as JSON. Stages: {stages}; "
+                    "serc (the whole program, every predictor at once, scored by the "
+                    "planted-error metric on drafts with K planted errors).",
     )
-    command.add_argument("--stage", required=True, choices=[*STAGES, "all"],
-                         help="which stage to compile; 'all' compiles each into one state")
+    command.add_argument("--stage", required=True, choices=[*STAGES, "all", "serc"],
+                         help="which stage to compile; 'all' compiles each into one state; "
+                              "'serc' compiles the whole program end to end")
     command.add_argument("--optimizer", default="labeled", metavar="NAME",
                          help="labeled = LabeledFewShot, bootstrap = BootstrapFewShot, "
                               "mipro = MIPROv2 (auto=light; needs optuna), or any DSPy "
@@ -44,7 +49,10 @@ def register(subparsers) -> None:
                          help="folder holding the data (Factcheck-GPT subtask files and/or "
                               "FActScore labelled .jsonl, also one level down in "
                               "factcheck_gpt/ or factscore/labeled_dev/); a single stance "
-                              "file for --stage verify")
+                              "file for --stage verify; for --stage serc an articles JSON "
+                              "(or a folder with factscore_wiki/wikipedia*.json)")
+    command.add_argument("--errors", type=int, default=2, metavar="K",
+                         help="--stage serc: errors planted per bio (default 2)")
     command.add_argument("--out", required=True, metavar="PATH",
                          help="where to save the compiled state (.json)")
     command.add_argument("--lm", default=None,
@@ -92,6 +100,8 @@ def run_compile(args) -> int:
 
     args.lm = args.lm or DEFAULT_LM
     out = _check_args(args)
+    if args.stage == "serc":
+        return _compile_program(args, out)
     stages = list(STAGES) if args.stage == "all" else [args.stage]
 
     def log(message: str) -> None:
@@ -143,6 +153,51 @@ def run_compile(args) -> int:
     return 0
 
 
+def _compile_program(args, out: Path) -> int:
+    """`--stage serc`: the whole program, scored by the planted-error metric."""
+    from serc_dspy.backends import lm_from_spec
+    from serc_dspy.backends.spec import run_defaults
+    from serc_dspy.compiling.program import compile_program, load_program_data, save_program
+
+    started = time.monotonic()
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(f"[compile {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
+                  flush=True)
+
+    if args.errors < 1:
+        raise UserError(f"--errors must be at least 1 for --stage serc, got {args.errors}")
+    split, retriever = load_program_data(args.data, train=args.train, dev=args.dev,
+                                         seed=args.seed, errors=args.errors)
+    log(f"serc: {split.counts['examples']} drafts with {args.errors} planted errors from "
+        f"{split.counts['source']}; {len(split.train)} train / {len(split.dev)} dev bios")
+    defaults = run_defaults(args.lm)
+    options = {key: defaults[key] for key in ("top_k", "context_chars", "queries", "evidence",
+                                              "verdicts")}
+    lm = lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    result = compile_program(split, retriever, lm=lm, optimizer=args.optimizer,
+                             demos=args.demos, num_threads=args.threads, seed=args.seed,
+                             program_options=options,
+                             display_progress=not args.quiet and sys.stderr.isatty(), log=log)
+    print(f"stage serc (every predictor), optimizer {args.optimizer}: {len(split.train)} train "
+          f"/ {len(split.dev)} dev bios, demos {result.demos() or 'none'}")
+    print(f"  dev before: {_fmt(result.before)}")
+    print(f"  dev after:  {_fmt(result.after)}")
+    print(f"  compile time: {result.compile_seconds:.0f}s", flush=True)
+    if result.after.failures == result.after.n:
+        raise DecodingFailed("every dev decoding failed; nothing was saved (is the LM "
+                             "reachable and does it return parseable output?)")
+    total = time.monotonic() - started
+    meta = {"command": "serc " + " ".join(shlex.quote(a) for a in _argv(args)),
+            "lm": args.lm, "optimizer": args.optimizer, "train": args.train, "dev": args.dev,
+            "demos": args.demos, "errors": args.errors, "seed": args.seed,
+            "program_options": options, "seconds": round(total, 1)}
+    path = save_program(result, out, meta)
+    print(f"saved {path} ({total:.0f}s in all)")
+    return 0
+
+
 def _compile_all(args, stages, splits, lm, log) -> list:
     from serc_dspy.compiling.compile import compile_stage, get_stage
 
@@ -172,6 +227,8 @@ def _argv(args) -> list[str]:
         argv += ["--max-tokens", str(args.max_tokens)]
     if not args.balanced:
         argv.append("--no-balanced")
+    if args.stage == "serc":
+        argv += ["--errors", str(args.errors)]
     if args.seed:
         argv += ["--seed", str(args.seed)]
     return argv

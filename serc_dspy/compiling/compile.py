@@ -53,6 +53,9 @@ class StageSpec:
 STAGES: dict[str, StageSpec] = {s.name: s for s in [
     StageSpec("verify", "single_verifier", verdict_metric, 1.0, "verdict",
               "claim verdicts vs Factcheck-GPT stances (exact match, macro-F1)"),
+    StageSpec("verify_cited", "fact_checker", verdict_metric, 1.0, "verdict",
+              "cited verdicts (a quote, then a verdict held to it) vs Factcheck-GPT stances; "
+              "the offline models' verifier"),
     StageSpec("facts", "fact_extractor", facts_metric, 0.7, "facts",
               "atomic facts vs FActScore human facts (fact-level F1)"),
     StageSpec("correct", "corrector", correction_metric, 0.5, "corrections",
@@ -83,13 +86,36 @@ class StageProgram(dspy.Module):
         return self.predictor(**inputs)
 
 
-def stage_program(stage: str) -> StageProgram:
-    """A fresh, uncompiled program for a stage, with SERC's own predictor for it."""
-    from serc_dspy.programs.serc import SERC
+class CitedVerifier(StageProgram):
+    """The verdict path the offline models run (`verdicts="fact"`): a cited verdict, then held
+    to its own quote as `SERC.cross_check` does."""
 
+    def __init__(self, fact_checker: dspy.Predict):
+        super().__init__("fact_checker", fact_checker)
+
+    def forward(self, evidence: str, claim: str) -> dspy.Prediction:
+        from serc_dspy.facts import substituted_detail
+        from serc_dspy.text import normalise
+
+        result = self.fact_checker(evidence=evidence, claim=claim)
+        verdict, quote = result.verdict, result.quote or ""
+        if quote and normalise(quote) in normalise(evidence) and substituted_detail(
+                claim, quote, "", same_event=verdict != "CONTRADICTED"):
+            verdict = "CONTRADICTED"
+        return dspy.Prediction(verdict=verdict, quote=quote)
+
+
+def stage_program(stage: str, predictor: dspy.Predict | None = None) -> StageProgram:
+    """The program a stage is compiled and scored as: SERC's own predictor for it (a fresh,
+    uncompiled one unless `predictor` is given)."""
     spec = get_stage(stage)
-    predictor = getattr(SERC(), spec.predictor)
-    return StageProgram(spec.predictor, predictor.reset_copy())
+    if predictor is None:
+        from serc_dspy.programs.serc import SERC
+
+        predictor = getattr(SERC(compiled=None), spec.predictor).reset_copy()
+    if spec.name == "verify_cited":
+        return CitedVerifier(predictor)
+    return StageProgram(spec.predictor, predictor)
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -142,7 +168,7 @@ def load_stage_data(stage: str, data: str | os.PathLike[str], *, train: int | No
     if not root.exists():
         raise UserError(f"data path not found: {root}")
     spec = get_stage(stage)
-    if spec.name == "verify":
+    if spec.name in ("verify", "verify_cited"):
         path = root if root.is_file() else _find(root, _PATTERNS["stance"], _FACTCHECK_DIRS)
         return load_verdict_examples(path, train=train, dev=dev, seed=seed, balanced=balanced)
     if spec.name == "facts":
@@ -201,7 +227,7 @@ def evaluate_stage(program: dspy.Module, devset: list[dspy.Example], stage: str,
     # dspy.Evaluate replaces a failed example's prediction by an empty dspy.Prediction().
     failures = sum(1 for _, prediction, _ in result.results if not list(prediction.keys()))
     score = Score(score=float(result.score), n=len(devset), failures=failures, seconds=seconds)
-    if spec.name == "verify":
+    if spec.name in ("verify", "verify_cited"):
         gold = [example.verdict for example, _, _ in result.results]
         predicted = [prediction.get("verdict") for _, prediction, _ in result.results]
         score.macro_f1, score.per_label = macro_f1(gold, predicted, VERDICT_LABELS)

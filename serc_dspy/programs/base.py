@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import dspy
 
-from serc_dspy.errors import DecodingFailed, StepFailed, UserError, redact
+from serc_dspy.errors import DecodingFailed, UserError, redact
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -22,15 +18,11 @@ from serc_dspy.retrieval.base import (
     cap_context,
 )
 from serc_dspy.signatures import AnswerQuestion
-from serc_dspy.steps import tracked_call
+from serc_dspy.steps import DeadlineExceeded, ProgressCallback, Run, StepSpec, run_sync
 from serc_dspy.text import defang
-from serc_dspy.trace import Passage, Step, StepUsage, Trace
+from serc_dspy.trace import Passage, Step, Trace
 
-T = TypeVar("T")
-R = TypeVar("R")
-
-ProgressCallback = Callable[[str, int, int], None]
-"""Called as `progress(phase, done, total)`; the CLI prints it, library code never does."""
+__all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
 
 OnError = Literal["degrade", "raise"]
 logger = logging.getLogger("serc_dspy")
@@ -39,42 +31,8 @@ STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
 
 
-class DeadlineExceeded(StepFailed, TimeoutError):
-    """The run's overall deadline passed before a step could start; the step degrades."""
-
-
 class InputError(UserError):
     """The caller passed something a method cannot decode; the message says what."""
-
-
-@dataclass
-class Run:
-    """Per-call state, so one program object can serve concurrent calls safely."""
-
-    trace: Trace
-    progress: ProgressCallback | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    deadline: float | None = None
-    """`time.monotonic()` after which no new LM call starts (steps then degrade)."""
-    substitutions: dict[str, Any] = field(default_factory=dict)
-    """fact id -> the detail its cited quote swaps (facts.Substitution), found in detection
-    and used by correction when the LM's own fix fails or rewrites the fact away."""
-
-    def log(self, phase: str, message: str, kind: str = "info") -> None:
-        with self.lock:
-            self.trace.log(phase, redact(message), kind)
-
-    def report(self, phase: str, done: int, total: int) -> None:
-        """Progress of a phase: to the `progress` callback, and as a `dspy.streamify` status
-        message when the run is streamed (a phase's start and its end)."""
-        if self.progress is not None:
-            self.progress(phase, done, total)
-        stream = dspy.settings.send_stream
-        if stream is not None and (done == 0 or done == total):
-            from dspy.streaming.messages import StatusMessage, sync_send_to_stream
-
-            state = "started" if done == 0 else "done"
-            sync_send_to_stream(stream, StatusMessage(f"{phase}: {state} ({done}/{total})"))
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
@@ -91,13 +49,18 @@ def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None
 class TracedProgram(dspy.Module):
     """Base for SERC and the baselines.
 
-    Every LM call goes through `call`, which applies the stage's LM (if the user gave one),
-    turns on usage tracking, and records calls and tokens into the trace per step and per
-    model. That is what lets the trace be the single source of cost figures.
+    A program declares `steps`, its predictors' table (attribute name -> `StepSpec`: LM stage
+    and usage key), and writes `aforward` against the step layer (`Run.call` / `map` /
+    `attempt`, see `serc_dspy.steps`). `forward` is its synchronous twin. Every LM call then
+    runs on its stage's LM (if the user gave one) with usage recorded into the trace per step
+    and per model: the trace is the single source of cost figures.
     """
 
     method_name = "base"
     needs_retriever = False
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "answerer": StepSpec("generate", "initial_answer"),
+    }
 
     def __init__(
         self,
@@ -105,7 +68,7 @@ class TracedProgram(dspy.Module):
         *,
         top_k: int = DEFAULT_TOP_K,
         context_chars: int = DEFAULT_CONTEXT_CHARS,
-        max_workers: int = 4,
+        max_workers: int = 8,
         lms: dict[str, dspy.LM] | None = None,
         adapter: Any = None,
         progress: ProgressCallback | None = None,
@@ -130,6 +93,7 @@ class TracedProgram(dspy.Module):
         self.top_k = top_k
         self.context_chars = context_chars
         self.max_workers = max_workers
+        """How many LM calls of one run are in flight at once (one pool for the whole run)."""
         self.lms = dict(lms or {})
         self.adapter = adapter
         self.progress = progress
@@ -138,6 +102,14 @@ class TracedProgram(dspy.Module):
             raise InputError(f"deadline_s must be positive, got {deadline_s}")
         self.deadline_s = deadline_s
         self.answerer = dspy.Predict(AnswerQuestion)
+
+    @classmethod
+    def step_table(cls) -> dict[str, StepSpec]:
+        """Every predictor's `StepSpec`, the subclasses' tables over the bases'."""
+        table: dict[str, StepSpec] = {}
+        for klass in reversed(cls.__mro__):
+            table.update(klass.__dict__.get("steps", {}))
+        return table
 
     def check_lm_keys(self) -> None:
         """`lms` keys are stages (`verify`) or predictor names (`fact_checker`); anything else
@@ -149,43 +121,15 @@ class TracedProgram(dspy.Module):
                              f"({', '.join(STAGES)}) and the predictors "
                              f"({', '.join(predictors)})")
 
-    def lm_for(self, stage: str, predictor: dspy.Predict) -> Any:
-        """The LM a call runs on: its predictor's own entry in `lms`, else its stage's, else
-        the context's (None)."""
-        if not self.lms:
-            return None
-        for name, candidate in self.named_predictors():
-            if candidate is predictor and name in self.lms:
-                return self.lms[name]
-        return self.lms.get(stage)
+    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+        """The synchronous twin of `aforward` (see `steps.run_sync` for where it runs)."""
+        return run_sync(self.aforward, question, draft)
 
     async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
-        """`await program.acall(...)`: the same decoding, off the event loop.
+        raise NotImplementedError  # pragma: no cover - every method defines its decoding
 
-        The pipeline runs in an AnyIO worker thread (DSPy's settings travel with the context,
-        and `dspy.streamify` can reach the loop from it); its independent calls still fan out
-        on the thread pool, so an event loop (a notebook, a server) is never blocked and
-        `asyncio.run` is not needed.
-        """
-        import functools
-
-        import anyio.to_thread
-
-        return await anyio.to_thread.run_sync(functools.partial(self.forward, question, draft))
-
-    # -- LM calls -------------------------------------------------------------------------
-    def call(self, run: Run, step: str, stage: str, predictor: dspy.Predict, **inputs):
-        if run.deadline is not None and time.monotonic() > run.deadline:
-            raise DeadlineExceeded(f"the run's deadline of {self.deadline_s:g}s has passed; "
-                                   f"{step} was not started")
-        def record(model: str, usage: StepUsage) -> None:
-            with run.lock:
-                run.trace.usage.record(step, model, usage)
-
-        return tracked_call(predictor, record, lm=self.lm_for(stage, predictor),
-                            adapter=self.adapter, **inputs)
-
-    def initial_answer(self, run: Run, question: str, draft: str | None) -> str:
+    # -- the run ---------------------------------------------------------------------------
+    async def initial_answer(self, run: Run, question: str, draft: str | None) -> str:
         """R_init: the caller's draft, or the LM's answer at temperature 0.
 
         Every method uses this same step, so methods given the same draft (or the same LM and
@@ -196,13 +140,13 @@ class TracedProgram(dspy.Module):
         if draft is not None:
             answer, trace.draft_given = draft, True
         else:
-            answer = self.call(run, "initial_answer", "generate", self.answerer,
-                               question=question, config={"temperature": 0.0}).answer.strip()
+            answer = (await run.call("answerer", question=question,
+                                     config={"temperature": 0.0})).answer.strip()
         trace.initial_answer = answer
         return answer
 
     def start(self, question: str, draft: str | None) -> tuple[Run, str, str | None]:
-        """Validate the inputs and open a run with a fresh trace."""
+        """Validate the inputs and open a run with a fresh trace and its step layer."""
         question = defang(check_text("question", question))
         draft = check_text("draft", draft, allow_none=True)
         draft = defang(draft) if draft is not None else None
@@ -215,7 +159,13 @@ class TracedProgram(dspy.Module):
             raise InputError("no LM is configured: run the program inside "
                              "`with dspy.context(lm=...)` (or dspy.configure(lm=...)), or "
                              "give every stage one with lms={...}")
-        run = Run(Trace(method=self.method_name, question=question), self.progress)
+        table = self.step_table()
+        run = Run(Trace(method=self.method_name, question=question),
+                  predictors={name: getattr(self, name) for name in table
+                              if isinstance(getattr(self, name, None), dspy.Predict)},
+                  table=table, lms=self.lms, adapter=self.adapter,
+                  max_in_flight=self.max_workers, progress=self.progress,
+                  deadline_s=self.deadline_s)
         if self.deadline_s is not None:
             run.deadline = time.monotonic() + self.deadline_s
         return run, question, draft
@@ -248,54 +198,13 @@ class TracedProgram(dspy.Module):
         return step
 
     # -- retrieval --------------------------------------------------------------------------
-    def retrieve(self, query: str) -> list[Passage]:
-        """Retrieve and cap the context; raises RetrievalError, which callers must not hide."""
+    async def retrieve(self, run: Run, query: str) -> list[Passage]:
+        """Retrieve (off the event loop) and cap the context; raises RetrievalError, which
+        callers must not hide."""
         if self.retriever is None:
             raise RetrievalError("no retriever configured")
-        return cap_context(self.retriever(query, self.top_k), self.context_chars)
-
-    # -- concurrency ------------------------------------------------------------------------
-    def parallel(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """Map `fn` over independent items on a bounded pool, keeping order.
-
-        Each task runs in a copy of the caller's context so `dspy.context` settings (LM,
-        adapter, usage tracking) reach the worker threads.
-        """
-        items = list(items)
-        if self.max_workers <= 1 or len(items) <= 1:
-            return [fn(item) for item in items]
-        carry = _event_loop_token()
-        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(items))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, _with_token, carry, fn, item)
-                       for item in items]
-            return [future.result() for future in futures]
-
-
-def _event_loop_token() -> Any:
-    """AnyIO's way back to the event loop from this thread, if it has one.
-
-    `dspy.streamify` runs a program in an AnyIO worker thread and sends status messages and
-    stream chunks to the loop with `anyio.from_thread.run`, which only works in such a thread.
-    Our pool threads carry the caller's token so that streaming works with `max_workers > 1`.
-    AnyIO keeps the token in a thread-local (`anyio._core._eventloop.threadlocals`).
-    """
-    try:
-        from anyio._core._eventloop import threadlocals
-    except ImportError:  # pragma: no cover - anyio comes with DSPy
-        return None
-    return getattr(threadlocals, "current_token", None)
-
-
-def _with_token(token: Any, fn: Callable[[T], R], item: T) -> R:
-    if token is None:
-        return fn(item)
-    from anyio._core._eventloop import threadlocals
-
-    threadlocals.current_token = token
-    try:
-        return fn(item)
-    finally:
-        del threadlocals.current_token
+        found = await run.offload(self.retriever, query, self.top_k)
+        return cap_context(found, self.context_chars)
 
 
 def format_passages(passages: list[Passage]) -> str:

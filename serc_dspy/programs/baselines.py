@@ -8,10 +8,12 @@ evidence that changes the answer.
 
 from __future__ import annotations
 
+import functools
+from typing import ClassVar
+
 import dspy
 
-from serc_dspy.errors import UserError, describe
-from serc_dspy.programs.base import Run, TracedProgram, format_passages
+from serc_dspy.programs.base import Run, StepSpec, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
     AnswerFromMemory,
@@ -33,9 +35,9 @@ class InitialAnswer(TracedProgram):
 
     method_name = "initial"
 
-    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
-        return self.finish(run, self.initial_answer(run, question, draft))
+        return self.finish(run, await self.initial_answer(run, question, draft))
 
 
 class CoVe(TracedProgram):
@@ -47,6 +49,12 @@ class CoVe(TracedProgram):
 
     method_name = "cove"
     use_retrieval = False
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "planner": StepSpec("verify", "plan_verifications"),
+        "memory_answerer": StepSpec("verify", "verification_answer"),
+        "context_answerer": StepSpec("verify", "verification_answer"),
+        "finalizer": StepSpec("rewrite", "final_answer"),
+    }
 
     def __init__(self, retriever=None, **options):
         super().__init__(retriever, **options)
@@ -59,49 +67,39 @@ class CoVe(TracedProgram):
     def needs_retriever(self) -> bool:  # type: ignore[override]
         return self.use_retrieval
 
-    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
-        received = self.initial_answer(run, question, draft)
-        planned = self.call(run, "plan_verifications", "verify", self.planner,
-                            question=question, draft=received).verification_questions
+        received = await self.initial_answer(run, question, draft)
+        planned = (await run.call("planner", question=question,
+                                  draft=received)).verification_questions
         questions = unique_texts(planned)
         self.add_step(run, Step(name="plan", inputs={"draft": received},
                                 outputs={"questions": questions}))
-        done = [0]
 
-        def verify(q: str) -> str | None:
+        async def verify(q: str) -> str | None:
             step = self.add_step(run, Step(name="verify", inputs={"question": q}))
-            try:
-                answer = self.answer(run, q, step)
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                step.error = describe(exc)
-                run.log("verify", f"verification question {q!r} skipped: {step.error}", "error")
-                answer = None
-            else:
-                step.outputs["answer"] = answer
-            with run.lock:
-                done[0] += 1
-            run.report("verify", done[0], len(questions))
-            return None if answer is None else f"Q: {q} A: {answer}"
+            answer = await run.attempt("verify", f"verification question {q!r} skipped",
+                                       lambda: self.answer(run, q, step), None,
+                                       failed=step.fail)
+            if answer is None:
+                return None
+            step.outputs["answer"] = answer
+            return f"Q: {q} A: {answer}"
 
-        verifications = [v for v in self.parallel(verify, questions) if v]
+        verifications = [v for v in await run.map("verify", verify, questions) if v]
         if not verifications:
             run.log("final", "no verification succeeded; returned the initial answer", "fallback")
             return self.finish(run, received)
-        answer = self.call(run, "final_answer", "rewrite", self.finalizer, question=question,
-                           draft=received, verifications=verifications).answer.strip()
+        answer = (await run.call("finalizer", question=question, draft=received,
+                                 verifications=verifications)).answer.strip()
         return self.finish(run, answer or received)
 
-    def answer(self, run: Run, question: str, step: Step) -> str:
+    async def answer(self, run: Run, question: str, step: Step) -> str:
         if not self.use_retrieval:
-            return self.call(run, "verification_answer", "verify", self.memory_answerer,
-                             question=question).answer.strip()
-        step.passages = self.retrieve(question)
-        return self.call(run, "verification_answer", "verify", self.context_answerer,
-                         question=question, context=format_passages(step.passages)
-                         ).answer.strip()
+            return (await run.call("memory_answerer", question=question)).answer.strip()
+        step.passages = await self.retrieve(run, question)
+        return (await run.call("context_answerer", question=question,
+                               context=format_passages(step.passages))).answer.strip()
 
 
 class CoVeRAG(CoVe):
@@ -120,6 +118,11 @@ class RARR(TracedProgram):
 
     method_name = "rarr"
     needs_retriever = True
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "researcher": StepSpec("verify", "research_questions"),
+        "agreement": StepSpec("verify", "agreement"),
+        "editor": StepSpec("correct", "edit"),
+    }
 
     def __init__(self, retriever=None, *, max_questions: int = 5, **options):
         super().__init__(retriever, **options)
@@ -128,53 +131,46 @@ class RARR(TracedProgram):
         self.agreement = dspy.Predict(CheckAgreement)
         self.editor = dspy.Predict(MinimalEdit)
 
-    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
-        received = self.initial_answer(run, question, draft)
+        received = await self.initial_answer(run, question, draft)
         sentences = split_sentences(received)
-        done = [0]
-
-        def revise(sentence: str) -> str:
-            text = self.revise_sentence(run, question, sentence)
-            with run.lock:
-                done[0] += 1
-            run.report("revise", done[0], len(sentences))
-            return text
-
-        revised = self.parallel(revise, sentences)
+        revised = await run.map("revise", lambda s: self.revise_sentence(run, question, s),
+                                sentences)
         if revised == sentences:
             return self.finish(run, received)
         return self.finish(run, " ".join(revised))
 
-    def revise_sentence(self, run: Run, question: str, sentence: str) -> str:
-        queries = unique_texts(self.call(run, "research_questions", "verify", self.researcher,
-                                       context=question, text=sentence).queries)
+    async def revise_sentence(self, run: Run, question: str, sentence: str) -> str:
+        queries = unique_texts((await run.call("researcher", context=question,
+                                               text=sentence)).queries)
         text = sentence
         for query in queries[: self.max_questions]:
             step = self.add_step(run, Step(name="agreement",
                                            inputs={"text": text, "query": query}))
-            try:
-                step.passages = self.retrieve(query)
-                if not step.passages:
-                    step.outputs["agreement"] = "NO_EVIDENCE"
-                    continue
-                evidence = format_passages(step.passages)
-                checked = self.call(run, "agreement", "verify", self.agreement,
-                                    text=text, query=query, evidence=evidence)
-                step.outputs.update(reasoning=checked.reasoning, agreement=checked.agreement)
-                if checked.agreement != "DISAGREE":
-                    continue
-                edited = self.call(run, "edit", "correct", self.editor, text=text, query=query,
-                                   evidence=evidence).edited_text.strip()
-                step.outputs["edited_text"] = edited
-                if edited:
-                    text = edited
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                step.error = describe(exc)
-                run.log("revise", f"research query {query!r} skipped: {step.error}", "error")
+            edited = await run.attempt("revise", f"research query {query!r} skipped",
+                                       functools.partial(self.research, run, step, text, query),
+                                       None,
+                                       failed=step.fail)
+            if edited:
+                text = edited
         return text
+
+    async def research(self, run: Run, step: Step, text: str, query: str) -> str | None:
+        """One research query: its passages, the agreement verdict, and on DISAGREE the edit."""
+        step.passages = await self.retrieve(run, query)
+        if not step.passages:
+            step.outputs["agreement"] = "NO_EVIDENCE"
+            return None
+        evidence = format_passages(step.passages)
+        checked = await run.call("agreement", text=text, query=query, evidence=evidence)
+        step.outputs.update(reasoning=checked.reasoning, agreement=checked.agreement)
+        if checked.agreement != "DISAGREE":
+            return None
+        edited = (await run.call("editor", text=text, query=query,
+                                 evidence=evidence)).edited_text.strip()
+        step.outputs["edited_text"] = edited
+        return edited or None
 
 
 class ReEx(TracedProgram):
@@ -183,6 +179,12 @@ class ReEx(TracedProgram):
 
     method_name = "reex"
     needs_retriever = True
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "decomposer": StepSpec("verify", "sub_questions"),
+        "context_answerer": StepSpec("verify", "sub_answer"),
+        "explainer": StepSpec("correct", "explanation"),
+        "reviser": StepSpec("rewrite", "revision"),
+    }
 
     def __init__(self, retriever=None, **options):
         super().__init__(retriever, **options)
@@ -191,39 +193,38 @@ class ReEx(TracedProgram):
         self.explainer = dspy.Predict(ExplainErrors)
         self.reviser = dspy.Predict(ReviseWithExplanation)
 
-    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
-        received = self.initial_answer(run, question, draft)
-        subs = unique_texts(self.call(run, "sub_questions", "verify", self.decomposer,
-                                    question=question, draft=received).sub_questions)
+        received = await self.initial_answer(run, question, draft)
+        subs = unique_texts((await run.call("decomposer", question=question,
+                                            draft=received)).sub_questions)
 
-        def answer(sub: str) -> str | None:
+        async def answer(sub: str) -> str | None:
             step = self.add_step(run, Step(name="sub_question", inputs={"question": sub}))
-            try:
-                step.passages = self.retrieve(sub)
-                reply = self.call(run, "sub_answer", "verify", self.context_answerer,
-                                  question=sub, context=format_passages(step.passages)
-                                  ).answer.strip()
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                step.error = describe(exc)
-                run.log("verify", f"sub-question {sub!r} skipped: {step.error}", "error")
+
+            async def ask() -> str:
+                step.passages = await self.retrieve(run, sub)
+                return (await run.call("context_answerer", question=sub,
+                                       context=format_passages(step.passages))).answer.strip()
+
+            reply = await run.attempt("verify", f"sub-question {sub!r} skipped", ask, None,
+                                      failed=step.fail)
+            if reply is None:
                 return None
             step.outputs["answer"] = reply
             return f"Q: {sub} A: {reply}"
 
-        findings = [f for f in self.parallel(answer, subs) if f]
+        findings = [f for f in await run.map("verify", answer, subs) if f]
         if not findings:
             run.log("explain", "no sub-question was answered; returned the draft", "fallback")
             return self.finish(run, received)
-        explanation = self.call(run, "explanation", "correct", self.explainer, question=question,
-                                draft=received, findings=findings).explanation.strip()
+        explanation = (await run.call("explainer", question=question, draft=received,
+                                      findings=findings)).explanation.strip()
         self.add_step(run, Step(name="explain", outputs={"explanation": explanation}))
         if _says_none(explanation):
             return self.finish(run, received)
-        revised = self.call(run, "revision", "rewrite", self.reviser, question=question,
-                            draft=received, explanation=explanation).answer.strip()
+        revised = (await run.call("reviser", question=question, draft=received,
+                                  explanation=explanation)).answer.strip()
         return self.finish(run, revised or received)
 
 

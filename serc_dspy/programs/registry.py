@@ -31,6 +31,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("initial", InitialAnswer, "the uncorrected initial answer", needs_retriever=False),
     Method("serc", SERC, "SERC: sparse check nodes (<=5 facts), firewall, retrieval"),
     Method("serc_dense", SERC, "High-Density: one check node per fact", {"density": "atomic"}),
+    Method("serc_lean", SERC, "SERC with the fewest calls: the facts are the search query and "
+           "each check node is judged in one call on its passages (no query or summary call)",
+           {"queries": "facts", "evidence": "passages", "verdicts": "check"}),
     Method("serc_no_rag", SERC, "SERC w/o RAG: evidence from the LM's own knowledge",
            {"use_retrieval": False}, needs_retriever=False),
     Method("serc_no_firewall", SERC, "SERC w/o the entity firewall", {"firewall": False}),

@@ -11,16 +11,16 @@ failed correction keeps the fact (`uncorrected`); a failed rewrite keeps the ori
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import dspy
 
 from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
-from serc_dspy.errors import UserError, describe
 from serc_dspy.facts import (
     clean_facts,
     loses_content,
@@ -33,6 +33,7 @@ from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
     Run,
+    StepSpec,
     TracedProgram,
     check_text,
     format_passages,
@@ -57,6 +58,7 @@ from serc_dspy.signatures import (
     VerificationQuery,
 )
 from serc_dspy.states import is_compiled_state, load_compiled
+from serc_dspy.steps import gather
 from serc_dspy.text import (
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
@@ -70,7 +72,7 @@ from serc_dspy.text import (
     split_sentences,
     unique_texts,
 )
-from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence, Trace
+from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence
 
 Density = Literal["sentence", "atomic"]
 QueryMode = Literal["lm", "facts"]
@@ -150,6 +152,23 @@ class SERC(TracedProgram):
     """
 
     method_name = "serc"
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "grounded_answerer": StepSpec("generate", "grounded_answer"),
+        "query_entity": StepSpec("firewall", "query_entity"),
+        "answer_entity": StepSpec("firewall", "answer_entity"),
+        "evidence_entity": StepSpec("firewall", "evidence_entity"),
+        "entity_judge": StepSpec("firewall", "same_entity"),
+        "fact_extractor": StepSpec("decompose", "atomic_facts"),
+        "query_writer": StepSpec("verify", "verification_query"),
+        "evidence_writer": StepSpec("verify", "evidence_summary"),
+        "recaller": StepSpec("verify", "parametric_evidence"),
+        "verifier": StepSpec("verify", "verdicts"),
+        "single_verifier": StepSpec("verify", "verdict"),
+        "fact_checker": StepSpec("verify", "cited_verdict"),
+        "corrector": StepSpec("correct", "correction"),
+        "rewriter": StepSpec("rewrite", "rewrite"),
+        "polisher": StepSpec("polish", "polish"),
+    }
 
     def __init__(
         self,
@@ -221,7 +240,11 @@ class SERC(TracedProgram):
     load = _CompiledLoad()
 
     # ======================================================================================
-    def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+    async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
+        """Algorithm 1. Phase 1 hands the received answer R on; each sentence of R then flows
+        through phases 2-3 on its own (facts -> check nodes -> syndromes -> corrections ->
+        rewritten sentence) as soon as its inputs exist, all sentences sharing one bounded
+        pool of LM calls; phase 4 polishes what they hand back."""
         if self.use_retrieval and self.retriever is None:
             check_text("question", question)
             raise InputError(
@@ -230,16 +253,33 @@ class SERC(TracedProgram):
             )
         run, question, draft = self.start(question, draft)
         self.apply_model_state(run)
-        self.align(run, question, draft)
-        if run.trace.status != "no_info":
-            self.decompose(run)
-            self.detect(run)
-            if self.nothing_verified(run):
-                return self.finish(run, run.trace.received)
-            self.correct(run)
-            self.reconstruct(run)
-            self.polish(run)
-        return self.finish(run, run.trace.answer)
+        received = await self.align(run, question, draft)              # Phase 1: R
+        if received is None:                                           # no usable answer
+            return self.finish(run, run.trace.answer)
+        sentences = self.split(run, received)                          # S_1 .. S_n
+        accepted = _AcceptedFacts(len(sentences))
+        run.expect("decompose", min(len(sentences), self.max_sentences))
+        await gather(*(self.decode_sentence(run, s, accepted) for s in sentences))
+        if self.nothing_verified(run):
+            return self.finish(run, run.trace.received)
+        return self.finish(run, await self.polish(run))                # Phase 4
+
+    async def decode_sentence(self, run: Run, sentence: Sentence,
+                              accepted: _AcceptedFacts) -> None:
+        """Phases 2-3 for one sentence: F_i, its check nodes, their syndromes, the correction
+        map, and the sentence rebuilt from the facts it accepts."""
+        kept: list[str] = []
+        try:
+            if sentence.index >= self.max_sentences:
+                return                                                 # kept, unverified
+            facts = await self.decompose(run, sentence)                # variable nodes F_i
+            checks = self.build_checks(run, sentence, facts)           # check nodes
+            await run.map("detect", lambda c: self.detect(run, c), checks)  # syndromes
+            kept = await self.correct(run, sentence, facts)            # correction map
+            accepted.set(sentence.index, kept)
+            await self.reconstruct(run, sentence, facts, kept, accepted)  # S'_i
+        finally:
+            accepted.set(sentence.index, kept)  # never leave a later rewrite waiting
 
     def apply_model_state(self, run: Run) -> None:
         """`compiled="auto"`: on the first run, apply the packaged state of the offline model
@@ -272,74 +312,77 @@ class SERC(TracedProgram):
         return trace.status == "failed"
 
     # == Phase 1: coarse alignment and the entity firewall ==================================
-    def align(self, run: Run, question: str, draft: str | None) -> None:
+    async def align(self, run: Run, question: str, draft: str | None) -> str | None:
+        """R_init -> R: the received answer to decode, or None when there is none (status
+        `no_info`, with the no-information answer)."""
         trace = run.trace
         trace.firewall.enabled = self.firewall
-        received = self.initial_answer(run, question, draft)
+        received = await self.initial_answer(run, question, draft)
         context = _LazyContext(self, run, question)
 
         if needs_cold_start(received):
             trace.cold_start = True
-            passages = context.get()
+            passages = await context.get()
             if passages:
-                received = self.grounded_answer(run, question, passages, received)
+                received = await self.grounded_answer(run, question, passages, received)
             if not passages or is_refusal(received) or not received.strip():
                 if is_refusal(received) or not received.strip():
                     trace.status = "no_info"
                     trace.received = received
                     trace.answer = NO_INFO_ANSWER
                     run.log("align", "no usable answer and no retrieved context", "fallback")
-                    return
+                    return None
         trace.received = received
         trace.subject = question
         if self.firewall and not trace.cold_start:
-            self.entity_firewall(run, question, context)
+            await self.entity_firewall(run, question, context)
         elif trace.cold_start:
             trace.firewall.error = "skipped: the answer was already grounded by the cold start"
+        return trace.received
 
-    def grounded_answer(self, run: Run, question: str, passages: list[Passage],
-                        fallback: str) -> str:
-        try:
-            answer = self.call(run, "grounded_answer", "generate", self.grounded_answerer,
-                               question=question, context=format_passages(passages)).answer
-        except UserError:
-            raise  # configuration errors abort; only outages degrade
-        except Exception as exc:  # an LM failure keeps the answer we had
-            run.log("align", f"grounded answer failed, kept the draft: {describe(exc)}", "error")
+    async def grounded_answer(self, run: Run, question: str, passages: list[Passage],
+                              fallback: str) -> str:
+        async def ground() -> str:
+            return (await run.call("grounded_answerer", question=question,
+                                   context=format_passages(passages))).answer
+        answer = await run.attempt("align", "grounded answer failed, kept the draft", ground,
+                                   None)
+        if answer is None:  # an LM failure keeps the answer we had
             return fallback
         if not (answer or "").strip():
             run.log("align", "the grounded answer came back empty; kept the draft", "fallback")
             return fallback
         return answer.strip()
 
-    def entity_firewall(self, run: Run, question: str, context: _LazyContext) -> None:
+    async def entity_firewall(self, run: Run, question: str, context: _LazyContext) -> None:
         """Steps 3-5. The received answer (a caller's draft included) is replaced only when the
         judge positively found a different entity from two usable descriptors whose names
         differ; every other outcome passes, and `firewall.decision` says why."""
         trace, firewall = run.trace, run.trace.firewall
         run.report("firewall", 0, 1)
-        passages = context.get()
+        passages = await context.get()
         readers = {
-            "query": (self.query_entity, {"question": question}),
-            "answer": (self.answer_entity, {"answer": trace.received}),
-            "evidence": (self.evidence_entity, {"context": format_passages(passages)}),
+            "query": ("query_entity", {"question": question}),
+            "answer": ("answer_entity", {"answer": trace.received}),
+            "evidence": ("evidence_entity", {"context": format_passages(passages)}),
         }
         kinds = ["query", "answer"] + (["evidence"] if passages else [])
 
-        def describe_entity(kind: str) -> Descriptor:
-            predictor, inputs = readers[kind]
-            result = self.call(run, f"{kind}_entity", "firewall", predictor, **inputs)
+        async def describe_entity(kind: str) -> Descriptor:
+            name, inputs = readers[kind]
+            result = await run.call(name, **inputs)
             return Descriptor.of(result.name, result.characteristic)
 
-        try:
-            found = dict(zip(kinds, self.parallel(describe_entity, kinds), strict=True))
-        except UserError:
-            raise  # configuration errors abort; only outages degrade
-        except Exception as exc:
-            firewall.error = f"descriptor extraction failed: {describe(exc)}"
+        def unread(error: str) -> None:
+            firewall.error = f"descriptor extraction failed: {error}"
             firewall.decision = "passed: the descriptors could not be read"
-            run.log("firewall", firewall.error, "error")
+
+        read = await run.attempt("firewall", "descriptor extraction failed",
+                                 lambda: gather(*(describe_entity(k) for k in kinds)), None,
+                                 failed=unread)
+        if read is None:
             return
+        found = dict(zip(kinds, read, strict=True))
         query, answer = found["query"], found["answer"]
         evidence = found.get("evidence", Descriptor())
         firewall.query_entity, firewall.answer_entity = str(query), str(answer)
@@ -369,15 +412,16 @@ class SERC(TracedProgram):
                                  "which the evidence is about (no judge call)")
             trace.subject = str(more_specific(evidence, query))
             return
-        try:
-            judged = self.call(run, "same_entity", "firewall", self.entity_judge,
-                               answer_entity=str(answer), evidence_entity=str(evidence))
-        except UserError:
-            raise  # configuration errors abort; only outages degrade
-        except Exception as exc:
-            firewall.error = f"entity judge failed: {describe(exc)}"
+
+        def judge_failed(error: str) -> None:
+            firewall.error = f"entity judge failed: {error}"
             firewall.decision = "passed: the entity judge failed"
-            run.log("firewall", firewall.error, "error")
+
+        judged = await run.attempt(
+            "firewall", "entity judge failed",
+            lambda: run.call("entity_judge", answer_entity=str(answer),
+                             evidence_entity=str(evidence)), None, failed=judge_failed)
+        if judged is None:
             return
         firewall.analysis = judged.analysis
         firewall.same_entity = judged.same == "YES"
@@ -390,44 +434,38 @@ class SERC(TracedProgram):
                              "entities")
         firewall.replaced_answer = trace.received
         trace.subject = str(evidence)
-        trace.received = self.grounded_answer(run, question, passages, trace.received)
+        trace.received = await self.grounded_answer(run, question, passages, trace.received)
         run.log("firewall", f"entity mismatch ({answer} vs {evidence}): hard reset to a "
                 "context-grounded answer")
 
     # == Phase 2: fact decomposition and sparse verification =================================
-    def decompose(self, run: Run) -> None:
+    def split(self, run: Run, received: str) -> list[Sentence]:
+        """R -> its sentences, the units the graph is built on."""
         trace = run.trace
-        texts = split_sentences(trace.received)
+        texts = split_sentences(received)
         trace.sentences = [Sentence(index=k, text=text) for k, text in enumerate(texts)]
         if len(texts) > self.max_sentences:
             run.log("decompose", f"the answer has {len(texts)} sentences; only the first "
                     f"{self.max_sentences} are checked (max_sentences), the rest are kept "
                     "verbatim and unverified", "fallback")
-        checked = trace.sentences[:self.max_sentences]
-        done = [0]
+        return trace.sentences
 
-        def extract(sentence: Sentence) -> list[str]:
-            try:
-                raw = self.call(run, "atomic_facts", "decompose", self.fact_extractor,
-                                subject=trace.subject, sentence=sentence.text).facts
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                run.log("decompose", f"sentence {sentence.index} kept unverified: "
-                        f"{describe(exc)}", "error")
-                raw = None
-            facts = self.hygiene(run, sentence, raw)
-            with run.lock:
-                done[0] += 1
-            run.report("decompose", done[0], len(checked))
-            return facts
+    async def decompose(self, run: Run, sentence: Sentence) -> list[Fact]:
+        """S_i -> F_i, its atomic facts (variable nodes), in the trace in sentence order."""
+        trace = run.trace
 
-        per_sentence = self.parallel(extract, checked)
-        for sentence, facts in zip(checked, per_sentence, strict=True):
-            for i, text in enumerate(facts):
-                trace.facts.append(Fact(id=f"f{sentence.index}.{i}", text=text,
-                                        sentence=sentence.index))
-        self.build_checks(trace)
+        async def extract() -> list[str]:
+            return (await run.call("fact_extractor", subject=trace.subject,
+                                   sentence=sentence.text)).facts
+        raw = await run.attempt("decompose", f"sentence {sentence.index} kept unverified",
+                                extract, None)
+        facts = [Fact(id=f"f{sentence.index}.{i}", text=text, sentence=sentence.index)
+                 for i, text in enumerate(self.hygiene(run, sentence, raw))]
+        with run.lock:
+            trace.facts.extend(facts)
+            trace.facts.sort(key=_node_order)
+        run.advance("decompose")
+        return facts
 
     def hygiene(self, run: Run, sentence: Sentence, raw: list[str] | None) -> list[str]:
         """Keep only statements grounded in the sentence; log every fact that is dropped.
@@ -458,56 +496,49 @@ class SERC(TracedProgram):
             facts = [sentence.text]
         return facts
 
-    def build_checks(self, trace: Trace) -> None:
-        """Group each sentence's facts into check nodes of bounded degree."""
+    def build_checks(self, run: Run, sentence: Sentence, facts: list[Fact]) -> list[Check]:
+        """Group a sentence's facts into check nodes of bounded degree (`c<sentence>.<j>`)."""
         size = self.max_facts_per_check
-        for sentence in trace.sentences:
-            facts = [f for f in trace.facts if f.sentence == sentence.index]
-            for start in range(0, len(facts), size):
-                check = Check(id=f"c{len(trace.checks)}", sentence=sentence.index,
-                              facts=[f.id for f in facts[start:start + size]])
-                for fact in facts[start:start + size]:
-                    fact.check = check.id
-                trace.checks.append(check)
+        checks = []
+        for j, start in enumerate(range(0, len(facts), size)):
+            group = facts[start:start + size]
+            check = Check(id=f"c{sentence.index}.{j}", sentence=sentence.index,
+                          facts=[f.id for f in group])
+            for fact in group:
+                fact.check = check.id
+            checks.append(check)
+        with run.lock:
+            run.trace.checks.extend(checks)
+            run.trace.checks.sort(key=_node_order)
+        return checks
 
-    def detect(self, run: Run) -> None:
-        trace = run.trace
-        done = [0]
-        run.report("detect", 0, len(trace.checks))
+    async def detect(self, run: Run, check: Check) -> None:
+        """One check node's syndrome: query, evidence, a verdict per fact. A failed check
+        leaves its facts unverified, never judged."""
+        facts = [run.trace.fact(fid) for fid in check.facts]
 
-        def verify(check: Check) -> None:
-            facts = [trace.fact(fid) for fid in check.facts]
-            try:
-                self.run_check(run, check, facts)
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                check.error = describe(exc)
-                for fact in facts:
-                    fact.verdict, fact.status = None, "unverified"
-                run.log("detect", f"check {check.id} failed, its facts stay unverified: "
-                        f"{check.error}", "error")
-            with run.lock:
-                done[0] += 1
-            run.report("detect", done[0], len(trace.checks))
+        def unverified(error: str) -> None:
+            check.error = error
+            for fact in facts:
+                fact.verdict, fact.status = None, "unverified"
 
-        self.parallel(verify, trace.checks)
+        await run.attempt("detect", f"check {check.id} failed, its facts stay unverified",
+                          lambda: self.run_check(run, check, facts), None, failed=unverified)
 
-    def run_check(self, run: Run, check: Check, facts: list[Fact]) -> None:
+    async def run_check(self, run: Run, check: Check, facts: list[Fact]) -> None:
         subject = run.trace.subject
         if self.queries == "facts":
             check.query = " ".join([subject, *(f.text for f in facts)])
         else:
-            check.query = self.call(run, "verification_query", "verify", self.query_writer,
-                                    subject=subject, facts=[f.text for f in facts]).query.strip()
+            check.query = (await run.call("query_writer", subject=subject,
+                                          facts=[f.text for f in facts])).query.strip()
         if not check.query:
             raise ValueError("the query writer returned an empty query")
         if not self.use_retrieval:
             check.evidence_source = "parametric"
-            check.evidence = self.call(run, "parametric_evidence", "verify", self.recaller,
-                                       query=check.query).evidence.strip()
+            check.evidence = (await run.call("recaller", query=check.query)).evidence.strip()
         else:
-            check.passages = self.retrieve(check.query)
+            check.passages = await self.retrieve(run, check.query)
             if not check.passages:
                 run.log("detect", f"check {check.id}: the search returned nothing for "
                         f"{check.query[:80]!r}; its facts are NOT_FOUND and will be pruned")
@@ -519,24 +550,24 @@ class SERC(TracedProgram):
             if self.evidence == "passages":
                 check.evidence = format_passages(check.passages)
             else:
-                check.evidence = self.call(
-                    run, "evidence_summary", "verify", self.evidence_writer, query=check.query,
-                    passages=format_passages(check.passages)).evidence.strip()
-        self.judge(run, check.evidence, facts)
+                check.evidence = (await run.call(
+                    "evidence_writer", query=check.query,
+                    passages=format_passages(check.passages))).evidence.strip()
+        await self.judge(run, check.evidence, facts)
 
-    def judge(self, run: Run, evidence: str, facts: list[Fact]) -> None:
+    async def judge(self, run: Run, evidence: str, facts: list[Fact]) -> None:
         """Set each fact's syndrome. `verdicts="check"`: one call judges the whole check node
         (redone fact by fact if the reply has the wrong length). `verdicts="fact"`: one call
         per fact that first quotes the evidence sentence it rests on; the calls share the
         prompt prefix up to the claim, which the engine's prompt cache serves once."""
         if self.verdicts == "fact":
             for fact in facts:
-                cited = self.call(run, "cited_verdict", "verify", self.fact_checker,
-                                  evidence=evidence, claim=fact.text)
+                cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
                 self.cross_check(run, evidence, fact)
             return
-        for fact, verdict in zip(facts, self.check_verdicts(run, evidence, facts), strict=True):
+        verdicts = await self.check_verdicts(run, evidence, facts)
+        for fact, verdict in zip(facts, verdicts, strict=True):
             fact.verdict = verdict
 
     def cross_check(self, run: Run, evidence: str, fact: Fact) -> None:
@@ -557,36 +588,34 @@ class SERC(TracedProgram):
                     "CONTRADICTED", "fallback")
             fact.verdict = "CONTRADICTED"
 
-    def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
+    async def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]
         if len(claims) > 1:
-            verdicts = self.call(run, "verdicts", "verify", self.verifier,
-                                 evidence=evidence, claims=claims).verdicts
+            verdicts = (await run.call("verifier", evidence=evidence, claims=claims)).verdicts
             if len(verdicts) == len(claims):
                 return list(verdicts)
             run.log("detect", f"verifier returned {len(verdicts)} verdicts for {len(claims)} "
                     "claims; judging them one by one", "fallback")
-        return [self.call(run, "verdict", "verify", self.single_verifier,
-                          evidence=evidence, claim=claim).verdict for claim in claims]
+        return [(await run.call("single_verifier", evidence=evidence, claim=claim)).verdict
+                for claim in claims]
 
     # == Phase 3: correction (one-pass BP) and reconstruction ===============================
-    def correct(self, run: Run) -> None:
-        """Build the correction map: SUPPORTED kept, NOT_FOUND pruned, CONTRADICTED fixed."""
-        trace = run.trace
-        for fact in trace.facts:
+    async def correct(self, run: Run, sentence: Sentence, facts: list[Fact]) -> list[str]:
+        """A sentence's correction map: SUPPORTED kept, NOT_FOUND pruned, CONTRADICTED fixed
+        together with their dependents. Returns the facts the sentence accepts."""
+        for fact in facts:
             if fact.verdict == "SUPPORTED":
                 fact.status = "kept"
             elif fact.verdict == "NOT_FOUND":
                 fact.status = "pruned"
-        buffer: dict[int, list[Fact]] = {}
-        for fact in trace.facts:
-            if fact.verdict == "CONTRADICTED":
-                buffer.setdefault(fact.sentence, []).append(fact)
-        groups = sorted(buffer.items())
-        run.report("correct", 0, len(groups))
-        self.parallel(lambda item: self.correct_group(run, item[0], item[1]), groups)
+        wrong = [f for f in facts if f.verdict == "CONTRADICTED"]
+        if wrong:
+            run.expect("correct", 1)
+            await self.correct_group(run, sentence.index, wrong)
+            run.advance("correct")
+        return [f.correction or f.text for f in facts if f.status in (*UNCHANGED, "corrected")]
 
-    def correct_group(self, run: Run, sentence: int, wrong: list[Fact]) -> None:
+    async def correct_group(self, run: Run, sentence: int, wrong: list[Fact]) -> None:
         trace = run.trace
         related = [f for f in trace.facts if f.sentence == sentence
                    and f.verdict != "CONTRADICTED" and f.status != "pruned"]
@@ -602,37 +631,18 @@ class SERC(TracedProgram):
             open_facts = [f for f in wrong if f.status == "pending"]
             if not open_facts:
                 break
-            try:
-                fixes = self.call(run, "correction", "correct", self.corrector,
-                                  subject=trace.subject, evidence=evidence,
-                                  erroneous_facts=[f.text for f in open_facts],
-                                  related_facts=[f.text for f in related],
-                                  config={"temperature": temperature}).corrections
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                run.log("correct", f"correction of sentence {sentence} failed, facts kept: "
-                        f"{describe(exc)}", "error")
+
+            async def fix(open_facts=open_facts, temperature=temperature) -> list[FactFix]:
+                return (await run.call(
+                    "corrector", subject=trace.subject, evidence=evidence,
+                    erroneous_facts=[f.text for f in open_facts],
+                    related_facts=[f.text for f in related],
+                    config={"temperature": temperature})).corrections
+            fixes = await run.attempt("correct", f"correction of sentence {sentence} failed, "
+                                      "facts kept", fix, None)
+            if fixes is None:
                 break
-            unmatched = [fix for fix in fixes
-                         if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
-            still_open = [f for f in open_facts if f.status == "pending"]
-            if len(unmatched) > 1 and len(still_open) == 1:
-                # Several pieces for the one open fact: the model split its fix. Join them.
-                fact = still_open[0]
-                pieces = [fix.fixed or (fix.original if normalise(fix.original)
-                                        in normalise(fact.text) else "") for fix in unmatched]
-                joined = " ".join(_as_sentence(piece) for piece in pieces if piece.strip())
-                unmatched = [FactFix(original=fact.text, fixed=joined)]
-            if unmatched and len(unmatched) == len(still_open):
-                # A small model often quotes its fix, not the original, as `original`; when the
-                # unmatched fixes and the open facts pair up one to one, the order decides.
-                for fix, fact in zip(unmatched, still_open, strict=True):
-                    if similarity(fix.fixed, fact.text) < POSITIONAL_MIN_SIMILARITY:
-                        continue  # a fix unlike its fact is not a fix of it: never guessed
-                    run.log("correct", f"fix {fix.original!r} matched no fact by text; mapped "
-                            f"to {fact.id} by position", "fallback")
-                    self.apply_fix(run, fact.text, fix.fixed, [fact], [])
+            self.apply_fixes(run, fixes, open_facts, related)
             if attempt == 0 and any(f.status == "pending" for f in wrong):
                 run.log("correct", f"sentence {sentence}: a contradicted fact got no usable fix; "
                         "retrying once", "fallback")
@@ -642,6 +652,29 @@ class SERC(TracedProgram):
                 fact.status = "uncorrected"
                 run.log("correct", f"fact {fact.id} stays contradicted and uncorrected",
                         "fallback")
+
+    def apply_fixes(self, run: Run, fixes: list[FactFix], open_facts: list[Fact],
+                    related: list[Fact]) -> None:
+        """Map one corrector reply onto the open facts (and their dependents)."""
+        unmatched = [fix for fix in fixes
+                     if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
+        still_open = [f for f in open_facts if f.status == "pending"]
+        if len(unmatched) > 1 and len(still_open) == 1:
+            # Several pieces for the one open fact: the model split its fix. Join them.
+            fact = still_open[0]
+            pieces = [fix.fixed or (fix.original if normalise(fix.original)
+                                    in normalise(fact.text) else "") for fix in unmatched]
+            joined = " ".join(_as_sentence(piece) for piece in pieces if piece.strip())
+            unmatched = [FactFix(original=fact.text, fixed=joined)]
+        if unmatched and len(unmatched) == len(still_open):
+            # A small model often quotes its fix, not the original, as `original`; when the
+            # unmatched fixes and the open facts pair up one to one, the order decides.
+            for fix, fact in zip(unmatched, still_open, strict=True):
+                if similarity(fix.fixed, fact.text) < POSITIONAL_MIN_SIMILARITY:
+                    continue  # a fix unlike its fact is not a fix of it: never guessed
+                run.log("correct", f"fix {fix.original!r} matched no fact by text; mapped "
+                        f"to {fact.id} by position", "fallback")
+                self.apply_fix(run, fact.text, fix.fixed, [fact], [])
 
     def swap_back(self, run: Run, fact: Fact) -> None:
         """When the quote swapped exactly one detail, the minimal correction is to swap it back.
@@ -695,91 +728,103 @@ class SERC(TracedProgram):
             run.trace.corrections.append(record)
         return record.fact is not None
 
-    def reconstruct(self, run: Run) -> None:
-        """Fact-to-text: rewrite only changed sentences, never showing the original sentence."""
+    async def reconstruct(self, run: Run, sentence: Sentence, facts: list[Fact],
+                          kept: list[str], accepted: _AcceptedFacts) -> None:
+        """Fact-to-text: rewrite a changed sentence from the facts it accepts, never showing
+        the original sentence; an unchanged one is kept verbatim."""
+        if all(f.status in UNCHANGED for f in facts):
+            return
         trace = run.trace
-        accepted: list[list[str]] = []
-        for sentence in trace.sentences:
-            facts = [f for f in trace.facts if f.sentence == sentence.index]
-            accepted.append([f.correction or f.text for f in facts
-                             if f.status in (*UNCHANGED, "corrected")])
-        changed = [s for s in trace.sentences
-                   if any(f.status not in UNCHANGED for f in trace.facts
-                          if f.sentence == s.index)]
-        run.report("reconstruct", 0, len(changed))
+        run.expect("reconstruct", 1)
+        sentence.kept_verbatim = False
+        if not kept:
+            sentence.rewritten = ""
+            run.advance("reconstruct")
+            return
+        earlier = await accepted.before(sentence.index, REWRITE_CONTEXT_SENTENCES)
 
-        def rewrite(sentence: Sentence) -> None:
-            facts = accepted[sentence.index]
-            sentence.kept_verbatim = False
-            if not facts:
-                sentence.rewritten = ""
-                return
-            start = max(0, sentence.index - REWRITE_CONTEXT_SENTENCES)
-            earlier = [fact for group in accepted[start:sentence.index] for fact in group]
-            try:
-                text = self.call(run, "rewrite", "rewrite", self.rewriter,
-                                 subject=trace.subject, earlier_facts=earlier,
-                                 facts=facts).sentence.strip()
-            except UserError:
-                raise  # configuration errors abort; only outages degrade
-            except Exception as exc:
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} failed: "
-                        f"{describe(exc)}", "error")
-                text = ""
-            if len(text) < SHORT_SENTENCE_CHARS:
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
-                        "short; kept the original sentence", "fallback")
-                sentence.kept_verbatim, text = True, sentence.text
-            elif problem := (
-                    f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(facts))
-                    else _unfaithful(unstated_details(text, facts, trace.subject))):
-                # A weak model loops, recites its instructions, or drops or adds a detail; the
-                # corrected facts are complete sentences, so stating them is safe, unlike the
-                # original sentence.
-                run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; "
-                        "stated its facts instead", "fallback")
-                text = " ".join(_as_sentence(fact) for fact in facts)
-            sentence.rewritten = text
+        async def rewrite() -> str:
+            return (await run.call("rewriter", subject=trace.subject, earlier_facts=earlier,
+                                   facts=kept)).sentence.strip()
+        text = await run.attempt("reconstruct", f"rewrite of sentence {sentence.index} failed",
+                                 rewrite, "")
+        if len(text) < SHORT_SENTENCE_CHARS:
+            run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
+                    "short; kept the original sentence", "fallback")
+            sentence.kept_verbatim, text = True, sentence.text
+        elif problem := (
+                f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
+                else _unfaithful(unstated_details(text, kept, trace.subject))):
+            # A weak model loops, recites its instructions, or drops or adds a detail; the
+            # corrected facts are complete sentences, so stating them is safe, unlike the
+            # original sentence.
+            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; "
+                    "stated its facts instead", "fallback")
+            text = " ".join(_as_sentence(fact) for fact in kept)
+        sentence.rewritten = text
+        run.advance("reconstruct")
 
-        self.parallel(rewrite, changed)
-
-    def polish(self, run: Run) -> None:
+    async def polish(self, run: Run) -> str:
+        """The rebuilt sentences -> the answer, smoothed at `polish_temperature` when any
+        sentence changed; every doubtful polish falls back to the reconstructed draft."""
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = " ".join(p for p in parts if p.strip())
         if len(trace.reconstructed) < SHORT_ANSWER_CHARS:
-            trace.answer = trace.received
             run.log("polish", "reconstructed draft under 50 characters; returned the received "
                     "answer", "fallback")
-            return
+            return trace.received
         if all(s.kept_verbatim for s in trace.sentences):
-            trace.answer = trace.reconstructed
-            return
+            return trace.reconstructed
         run.report("polish", 0, 1)
-        try:
-            answer = self.call(run, "polish", "polish", self.polisher,
-                               question=trace.question, draft=trace.reconstructed,
-                               config={"temperature": self.polish_temperature}).answer.strip()
-        except UserError:
-            raise  # configuration errors abort; only outages degrade
-        except Exception as exc:
-            run.log("polish", f"polish failed, returned the draft: {describe(exc)}", "error")
-            answer = ""
+
+        async def smooth() -> str:
+            return (await run.call("polisher", question=trace.question,
+                                   draft=trace.reconstructed,
+                                   config={"temperature": self.polish_temperature})).answer
+        answer = (await run.attempt("polish", "polish failed, returned the draft", smooth,
+                                    "") or "").strip()
+        run.report("polish", 1, 1)
         if len(answer) < SHORT_ANSWER_CHARS:
-            answer = trace.reconstructed
-        elif is_refusal(answer) or drifted(answer, trace.reconstructed):
+            return trace.reconstructed
+        if is_refusal(answer) or drifted(answer, trace.reconstructed):
             run.log("polish", "the polished answer refused or left the draft's topic; returned "
                     "the reconstructed draft", "fallback")
-            answer = trace.reconstructed
-        elif reason := unstated_details(answer, [trace.reconstructed], trace.subject):
+            return trace.reconstructed
+        if reason := unstated_details(answer, [trace.reconstructed], trace.subject):
             run.log("polish", f"the polished answer is not faithful to the draft ({reason}); "
                     "returned the reconstructed draft", "fallback")
-            answer = trace.reconstructed
-        elif is_runaway(answer, trace.reconstructed):
+            return trace.reconstructed
+        if is_runaway(answer, trace.reconstructed):
             run.log("polish", f"polished answer ran away ({len(answer)} characters for a "
                     f"{len(trace.reconstructed)}-character draft); returned the draft", "fallback")
-            answer = trace.reconstructed
-        trace.answer = answer
+            return trace.reconstructed
+        return answer
+
+
+class _AcceptedFacts:
+    """Each sentence's accepted facts, published as soon as its correction map is done, so a
+    rewrite waits only for the sentences before it that it reads (REWRITE_CONTEXT_SENTENCES)."""
+
+    def __init__(self, n: int):
+        self.facts: list[list[str] | None] = [None] * n
+        self.ready = [asyncio.Event() for _ in range(n)]
+
+    def set(self, index: int, facts: list[str]) -> None:
+        if self.facts[index] is None:
+            self.facts[index] = list(facts)
+            self.ready[index].set()
+
+    async def before(self, index: int, window: int) -> list[str]:
+        earlier = range(max(0, index - window), index)
+        for k in earlier:
+            await self.ready[k].wait()
+        return [fact for k in earlier for fact in self.facts[k] or []]
+
+
+def _node_order(node: Fact | Check) -> tuple[int, int]:
+    """Sentence, then position: `f3.10` and `c3.1` sort after `f3.2` and `c3.0`."""
+    return node.sentence, int(node.id.rsplit(".", 1)[1])
 
 
 class _LazyContext:
@@ -789,14 +834,14 @@ class _LazyContext:
         self.program, self.run, self.question = program, run, question
         self.passages: list[Passage] | None = None
 
-    def get(self) -> list[Passage]:
+    async def get(self) -> list[Passage]:
         if self.passages is None:
             self.passages = []
             if not self.program.use_retrieval:
                 self.run.log("align", "retrieval disabled: no question context")
             else:
                 try:
-                    self.passages = self.program.retrieve(self.question)
+                    self.passages = await self.program.retrieve(self.run, self.question)
                 except RetrievalError as exc:
                     self.run.log("align", f"question retrieval failed: {exc}", "error")
         return self.passages

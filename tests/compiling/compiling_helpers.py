@@ -78,7 +78,12 @@ def correct(inputs):
     return {"corrections": [{"original": f, "fixed": first} for f in facts]}
 
 
-HANDLERS = {"JudgeFact": judge, "AtomicFacts": split_facts, "CorrectFacts": correct}
+def cited_judge(inputs):
+    return {"quote": "", **judge(inputs)}
+
+
+HANDLERS = {"JudgeFact": judge, "QuoteAndJudge": cited_judge, "AtomicFacts": split_facts,
+            "CorrectFacts": correct}
 
 
 def demo_lm(handlers=None, name="demo-aware"):

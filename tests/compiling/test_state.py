@@ -278,3 +278,21 @@ def test_a_models_packaged_state_is_applied_by_default_for_that_model_only(tmp_p
     assert any("compiled state" in e.message for e in result.trace.events)
     assert judge_demos("some-other-model")[0] == 0
     assert judge_demos("qwen1.5b", compiled=None)[0] == 0  # the frozen prompts
+
+
+def test_states_compiled_apart_merge_into_one_and_a_stage_twice_is_refused(tmp_path):
+    verifier = save_compiled(compiled_verifier(), tmp_path / "v.json", {"made": "verify"})
+    facts = stage_program("facts")
+    facts.predictor.demos = [dspy.Example(subject="Ann", sentence="Ann sang.",
+                                          facts=["Ann sang."]).with_inputs("subject",
+                                                                           "sentence")]
+    extractor = save_compiled(facts, tmp_path / "f.json", {"made": "facts"})
+    merged = state_module.merge_compiled([verifier, extractor], tmp_path / "both.json",
+                                         {"model": "m"})
+    document = read_compiled(merged)
+    assert set(document["stages"]) == {"single_verifier", "fact_extractor"}
+    assert [p["made"] for p in document["meta"]["parts"]] == ["verify", "facts"]
+    serc = SERC(compiled=merged)
+    assert len(serc.single_verifier.demos) == 3 and len(serc.fact_extractor.demos) == 1
+    with pytest.raises(CompiledStateError, match="single_verifier"):
+        state_module.merge_compiled([verifier, merged], tmp_path / "again.json")

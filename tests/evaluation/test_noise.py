@@ -288,3 +288,54 @@ def test_bench_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, argv, 
     assert main(["bench", *argv, "--out", str(tmp_path / "o"), "--lm", "openai=http://x/v1|m"]
                 if argv[0] != "stages" else ["bench", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+# -- a whole SERC compiled on planted errors (`serc compile --stage serc`) ----------------------
+def _compile_serc(tmp_path, monkeypatch, handlers):
+    articles_path = tmp_path / "articles.json"
+    articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
+    lm, engine = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    out = tmp_path / "serc.json"
+    code = main(["compile", "--stage", "serc", "--optimizer", "bootstrap", "--train", "1",
+                 "--dev", "1", "--demos", "1", "--errors", "2", "--data", str(articles_path),
+                 "--out", str(out), "--lm", "openai=http://x/v1|m", "--quiet"])
+    return code, out, engine
+
+
+def test_compile_whole_serc_keeps_demos_of_decodings_that_fixed_their_errors(
+        tmp_path, monkeypatch, capsys):
+    from serc_dspy import SERC
+    from serc_dspy.states import read_compiled
+
+    drafts = {d.question: d for d in make_drafts(load_articles(ARTICLES), bios=2, errors=2)}
+    code, out, _ = _compile_serc(tmp_path, monkeypatch, _noise_handlers(drafts))
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "stage serc (every predictor), optimizer bootstrap: 1 train / 1 dev bios" \
+        in printed.out
+    assert "dev before: 100.0%" in printed.out and "dev after:  100.0%" in printed.out
+    document = read_compiled(out)
+    # the bootstrapped decoding called these predictors, so each got its one demo
+    assert {"fact_extractor", "corrector"} <= set(document["stages"])
+    assert {"verifier", "single_verifier", "fact_checker"} & set(document["stages"])
+    compiled = SERC(compiled=out)
+    assert len(compiled.corrector.demos) == 1
+    demo = compiled.corrector.demos[0]
+    assert demo["erroneous_facts"] and demo["corrections"]  # a real trace of the train bio
+    assert document["meta"]["stages"]["serc"]["before"]["n"] == 1
+
+
+def test_compile_whole_serc_exits_non_zero_and_saves_nothing_when_every_call_fails(
+        tmp_path, monkeypatch, capsys):
+    def down(_inputs):
+        raise ConnectionError("server unreachable")
+
+    code, out, _ = _compile_serc(tmp_path, monkeypatch, {
+        name: down for name in ("AnswerQuestion", "QueryEntity", "AnswerEntity",
+                                "EvidenceEntity", "SameEntity", "AtomicFacts", "QuoteAndJudge",
+                                "JudgeFacts", "JudgeFact", "CorrectFacts", "RewriteSentence",
+                                "PolishAnswer", "VerificationQuery", "EvidenceSummary")})
+    assert code != 0
+    assert "every dev decoding failed" in capsys.readouterr().err
+    assert not out.exists()

@@ -69,7 +69,8 @@ def test_cove_never_calls_the_retriever():
 def test_cove_rag_retrieves_once_per_verification_question():
     retriever = CountingRetriever()
     prediction, engine = run(CoVeRAG(retriever=retriever))
-    assert retriever.queries == ["Where was Marie Curie born?", "Where did Marie Curie study?"]
+    assert sorted(retriever.queries) == ["Where did Marie Curie study?",
+                                         "Where was Marie Curie born?"]
     assert len(engine.of("AnswerFromContext")) == 2 and engine.of("AnswerFromMemory") == []
     verify_steps = [s for s in prediction.trace.steps if s.name == "verify"]
     assert all(s.passages for s in verify_steps)

@@ -496,3 +496,74 @@ def test_rewrite_prompts_stay_bounded_for_a_hundred_sentence_draft():
     sizes = [len(call["inputs"]["earlier_facts"]) for call in rewrites]
     assert max(sizes) <= 2  # the two preceding sentences' facts, never all of them
     assert max(len(c["user"]) for c in rewrites) < 2 * min(len(c["user"]) for c in rewrites)
+
+
+def test_a_sentence_is_checked_before_another_sentence_has_its_facts():
+    """The dataflow schedule: sentence 0's check node runs while sentence 3's extraction is
+    still waiting. A phase-by-phase schedule would only verify after every extraction, so the
+    extraction below would wait in vain (and the check below would come after it)."""
+    import threading
+
+    checked = threading.Event()
+    order = []
+
+    def extract(inputs):
+        if inputs["sentence"] == S3:
+            order.append(("waits", checked.wait(timeout=10)))
+        order.append(("facts", inputs["sentence"]))
+        return {"facts": FACTS[inputs["sentence"]]}
+
+    def query(inputs):
+        if inputs["facts"][0] in FACTS[S0]:
+            order.append(("check", S0))
+            checked.set()
+        return {"query": "Marie Curie biography " + inputs["facts"][0]}
+
+    prediction, _, _ = run({"max_workers": 4}, draft=DRAFT, AtomicFacts=extract,
+                           VerificationQuery=query)
+    assert prediction.trace.status == "decoded"
+    assert ("waits", True) in order  # S3's extraction saw S0's check start
+    assert order.index(("check", S0)) < order.index(("facts", S3))
+    assert [f.id for f in prediction.trace.facts] == sorted(
+        (f.id for f in prediction.trace.facts),
+        key=lambda i: tuple(int(p) for p in i[1:].split(".")))
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_in_flight_lm_calls_never_exceed_max_workers(limit):
+    import threading
+    import time
+
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def counted(handler):
+        def wrapped(inputs):
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.02)
+            with lock:
+                state["now"] -= 1
+            return handler(inputs)
+        return wrapped
+
+    prediction, _, _ = run({"max_workers": limit}, draft=DRAFT,
+                           **{name: counted(h) for name, h in handlers().items()})
+    assert prediction.trace.status == "decoded"
+    assert state["peak"] == limit  # reached, never passed
+
+
+def test_a_sync_call_from_inside_a_running_event_loop_works():
+    """A notebook cell calls `serc(...)` while its own loop runs: no asyncio.run needed."""
+    import asyncio
+
+    lm, _ = scripted_lm(handlers())
+    program = SERC(retriever=CountingRetriever())
+
+    async def cell():
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            return program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+
+    prediction = asyncio.run(cell())
+    assert prediction.trace.status == "decoded" and "Warsaw" in prediction.answer
