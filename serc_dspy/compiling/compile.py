@@ -280,13 +280,17 @@ def resolve_teleprompter(name: str) -> type:
 
 def _any_teleprompter(name: str, spec: StageSpec, *, demos: int, num_threads: int, seed: int):
     """Build any teleprompter with the stage's metric and the options it accepts."""
+    return build_teleprompter(name, resolve_teleprompter(name), {
+        "metric": spec.metric, "max_bootstrapped_demos": demos, "max_labeled_demos": demos,
+        "num_threads": num_threads, "seed": seed, "metric_threshold": spec.threshold})
+
+
+def build_teleprompter(name: str, cls: type, wanted: dict[str, Any]):
+    """`cls(**options)` with those of `wanted` its constructor accepts; a teleprompter that
+    needs more than these (GEPA: a reflection LM) fails with a message saying so."""
     import inspect
 
-    cls = resolve_teleprompter(name)
     accepted = inspect.signature(cls.__init__).parameters
-    wanted = {"metric": spec.metric, "max_bootstrapped_demos": demos,
-              "max_labeled_demos": demos, "num_threads": num_threads, "seed": seed,
-              "metric_threshold": spec.threshold}
     options = {k: v for k, v in wanted.items() if k in accepted}
     try:
         return cls(**options)

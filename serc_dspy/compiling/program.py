@@ -20,7 +20,7 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.compiling.compile import Score, resolve_teleprompter
+from serc_dspy.compiling.compile import Score, build_teleprompter, resolve_teleprompter
 from serc_dspy.compiling.devsets import Split
 from serc_dspy.errors import UserError
 
@@ -111,8 +111,6 @@ def make_program_optimizer(name: str, *, demos: int, trainsize: int, num_threads
                            seed: int = 0):
     """`bootstrap` (the default for a whole program: demos from decodings that scored), or
     any DSPy teleprompter by name or import path, given the planted-error metric."""
-    import inspect
-
     from serc_dspy.metrics import planted_error_score
 
     if name == "labeled":
@@ -127,16 +125,10 @@ def make_program_optimizer(name: str, *, demos: int, trainsize: int, num_threads
         cls = dspy.MIPROv2
     else:
         cls = resolve_teleprompter(name)
-    accepted = inspect.signature(cls.__init__).parameters
-    wanted = {"metric": planted_error_score, "max_bootstrapped_demos": demos,
-              "max_labeled_demos": 0, "num_threads": num_threads, "seed": seed,
-              "metric_threshold": 0.99, "max_rounds": 1, "max_errors": trainsize + 1}
-    options = {k: v for k, v in wanted.items() if k in accepted}
-    try:
-        return cls(**options)
-    except Exception as exc:  # a teleprompter needing more (GEPA: reflection_lm...) says so
-        raise UserError(f"cannot build optimizer {name} with {sorted(options)}: "
-                        f"{type(exc).__name__}: {exc}") from None
+    return build_teleprompter(name, cls, {
+        "metric": planted_error_score, "max_bootstrapped_demos": demos, "max_labeled_demos": 0,
+        "num_threads": num_threads, "seed": seed, "metric_threshold": 0.99, "max_rounds": 1,
+        "max_errors": trainsize + 1})
 
 
 def compile_program(split: Split, retriever: Any, *, lm: dspy.LM, optimizer: str = "bootstrap",

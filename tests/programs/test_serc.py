@@ -71,6 +71,29 @@ def handlers(**overrides):
     return base
 
 
+def in_flight_counter(seconds: float):
+    """`(state, wrap)`: `wrap(handler)` holds each call `seconds` and counts how many are in
+    flight at once (`state["peak"]`): concurrency measured, not timed."""
+    import threading
+    import time
+
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def wrap(handler):
+        def wrapped(inputs):
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(seconds)
+            with lock:
+                state["now"] -= 1
+            return handler(inputs)
+        return wrapped
+
+    return state, wrap
+
+
 def run(program_kwargs=None, question="Tell me a bio of Marie Curie.", draft=None, **overrides):
     lm, engine = scripted_lm(handlers(**overrides))
     retriever = (program_kwargs or {}).pop("retriever", CountingRetriever())
@@ -437,23 +460,8 @@ def test_acall_gives_the_sync_trace():
 
 def test_acall_fans_check_nodes_out_and_never_blocks_the_event_loop():
     import asyncio
-    import threading
-    import time
 
-    state = {"now": 0, "peak": 0}
-    lock = threading.Lock()
-
-    def slow(handler):
-        def wrapped(inputs):
-            with lock:
-                state["now"] += 1
-                state["peak"] = max(state["peak"], state["now"])
-            time.sleep(0.05)
-            with lock:
-                state["now"] -= 1
-            return handler(inputs)
-        return wrapped
-
+    state, slow = in_flight_counter(0.05)
     base = handlers()
     lm, _ = scripted_lm({**base, "QuoteAndJudge": slow(base["QuoteAndJudge"]),
                          "JudgeFacts": slow(base["JudgeFacts"]),
@@ -531,23 +539,7 @@ def test_a_sentence_is_checked_before_another_sentence_has_its_facts():
 
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_in_flight_lm_calls_never_exceed_max_workers(limit):
-    import threading
-    import time
-
-    state = {"now": 0, "peak": 0}
-    lock = threading.Lock()
-
-    def counted(handler):
-        def wrapped(inputs):
-            with lock:
-                state["now"] += 1
-                state["peak"] = max(state["peak"], state["now"])
-            time.sleep(0.02)
-            with lock:
-                state["now"] -= 1
-            return handler(inputs)
-        return wrapped
-
+    state, counted = in_flight_counter(0.02)
     prediction, _, _ = run({"max_workers": limit}, draft=DRAFT,
                            **{name: counted(h) for name, h in handlers().items()})
     assert prediction.trace.status == "decoded"
