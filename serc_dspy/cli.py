@@ -208,7 +208,7 @@ class _Progress:
             return
         elapsed = time.monotonic() - self.start
         unit = {"detect": " checks", "decompose": " sentences", "reconstruct": " sentences",
-                "correct": " groups"}.get(phase, "")
+                "correct": " sentences"}.get(phase, "")
         line = f"[serc {elapsed:6.1f}s] {phase}: {done}/{total}{unit}"
         end = "\r" if self.interactive else "\n"
         print(line.ljust(60), end=end, file=sys.stderr, flush=True)

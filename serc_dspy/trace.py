@@ -122,6 +122,15 @@ class Usage(BaseModel):
         self.steps.setdefault(step, StepUsage()).add(usage)
         self.models.setdefault(model, StepUsage()).add(usage)
 
+    def __repr__(self) -> str:
+        """One line; `.steps` and `.models` hold the breakdown."""
+        t = self.total
+        return (f"Usage(calls={t.calls}, failed={t.failed}, cached={t.cached}, "
+                f"prompt_tokens={t.prompt_tokens}, completion_tokens={t.completion_tokens}, "
+                f"steps={len(self.steps)}, models={sorted(self.models)})")
+
+    __str__ = __repr__
+
     def merge(self, other: Usage) -> None:
         self.total.add(other.total)
         for name, step in other.steps.items():

@@ -422,7 +422,8 @@ def test_a_stage_lm_that_is_not_an_lm_is_refused():
 def test_a_prediction_prints_short():
     prediction, _, _ = run()
     text = repr(prediction)
-    assert len(text) < 2000 and "Trace(method='serc', status='decoded'" in text
+    assert len(text) < 1200 and "Trace(method='serc', status='decoded'" in text
+    assert text.count("Usage(calls=") == 1 and "StepUsage" not in text  # one line, once
 
 
 def test_callbacks_see_the_module_call():
