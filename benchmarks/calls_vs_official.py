@@ -172,13 +172,14 @@ def main() -> None:
         print(f"| {name} ({' / '.join(preset.values())}) | {calls:.1f} | "
               f"{calls / mean(official):.3f} | "
               f"{mean(t.usage.total.prompt_tokens for t in traces):.0f} |")
-    walls, unbounded, critical = [], [], []
+    walls, unbounded, one_slot, critical = [], [], [], []
     for bio in bios[: args.wall_bios]:
         latency: dict[str, list[float]] = {}
         walls.append(timed_run(bio, latency, slots=8, workers=None))
         # the same bio with a slot per request: the longest chain of dependent calls as it
         # really ran (latencies vary with output length), plus client overhead
         unbounded.append(timed_run(bio, {}, slots=None, workers=1000))
+        one_slot.append(timed_run(bio, {}, slots=1, workers=1))
         # the chain of dependent calls this run made (a judge skipped by a name match is
         # not on it; a check's verdict is JudgeFacts or, for one fact, JudgeFact)
         critical.append(sum(mean(latency.get(name) or latency.get("JudgeFact"))
@@ -191,6 +192,7 @@ def main() -> None:
     print(f"wall per bio with unbounded slots and workers (the realised longest chain): "
           f"{mean(unbounded):.2f} s; the 8-slot run takes {mean(walls) / mean(unbounded):.2f}x "
           "that")
+    print(f"wall per bio with 1 worker on a 1-slot server: {mean(one_slot):.2f} s")
     print(f"\ncalls_vs_official={mean(ours) / mean(official):.3f} "
           f"serc_vs_dense_tokens={dense_ratio:.3f} wall_vs_critical_path={ratio:.2f} "
           f"prompt_tokens_per_bio={mean(tokens):.0f}")

@@ -126,6 +126,7 @@ QWEN = OfflineModel(
     n_parallel=4,
     cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 512, "queries": "facts",
                   "evidence": "passages", "verdicts": "fact"},
+    compiled="qwen1.5b",
 )
 
 SMOLLM2 = OfflineModel(
