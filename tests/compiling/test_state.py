@@ -245,7 +245,24 @@ def test_shipped_states_load_into_serc():
         serc = SERC(compiled=name)
         for stage, info in document["stages"].items():
             assert len(getattr(serc, stage).demos) == info["demos"]
-        assert document["meta"]["command"].startswith("serc compile")
+        meta = document["meta"]
+        commands = [meta["command"]] if "command" in meta else [p["command"]
+                                                                for p in meta["parts"]]
+        assert commands and all(c.startswith("serc compile") for c in commands)
+
+
+def test_qwen_ships_a_state_that_beat_the_frozen_prompts_on_held_out_data():
+    from serc_dspy.backends.models import MODELS
+
+    name = MODELS["qwen1.5b"].compiled
+    assert name in state_module.compiled_names()
+    document = read_compiled(name)
+    held_out = document["meta"]["held_out"]
+    stage_of = {"fact_extractor": "facts", "corrector": "correct"}
+    assert {stage_of[s] for s in document["stages"]} == set(held_out)
+    for figures in held_out.values():
+        assert figures["compiled"] > figures["frozen"]
+    assert MODELS["smollm2"].compiled is None
 
 
 def test_a_models_packaged_state_is_applied_by_default_for_that_model_only(tmp_path,
