@@ -18,7 +18,14 @@ from serc_dspy.retrieval.base import (
     cap_context,
 )
 from serc_dspy.signatures import AnswerQuestion
-from serc_dspy.steps import DeadlineExceeded, ProgressCallback, Run, StepSpec, run_sync
+from serc_dspy.steps import (
+    STAGE_ORDER,
+    DeadlineExceeded,
+    ProgressCallback,
+    Run,
+    StepSpec,
+    run_sync,
+)
 from serc_dspy.text import defang
 from serc_dspy.trace import Passage, Step, Trace
 
@@ -27,7 +34,8 @@ __all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
 OnError = Literal["degrade", "raise"]
 logger = logging.getLogger("serc_dspy")
 
-STAGES = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "polish")
+STAGES = STAGE_ORDER
+"""The LM stages `lms={...}` routes, in pipeline order."""
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
 
 
