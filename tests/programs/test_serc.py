@@ -560,3 +560,17 @@ def test_a_sync_call_from_inside_a_running_event_loop_works():
 
     prediction = asyncio.run(cell())
     assert prediction.trace.status == "decoded" and "Warsaw" in prediction.answer
+
+
+def test_dspy_asyncify_runs_the_sync_twin_on_the_callers_loop():
+    import asyncio
+
+    lm, _ = scripted_lm(handlers())
+    program = dspy.asyncify(SERC(retriever=CountingRetriever()))
+
+    async def decode():
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            return await program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+
+    prediction = asyncio.run(decode())
+    assert prediction.trace.status == "decoded" and "Warsaw" in prediction.answer
