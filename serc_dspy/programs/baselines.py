@@ -77,14 +77,8 @@ class CoVe(TracedProgram):
                                 outputs={"questions": questions}))
 
         async def verify(q: str) -> str | None:
-            step = self.add_step(run, Step(name="verify", inputs={"question": q}))
-            answer = await run.attempt("verify", f"verification question {q!r} skipped",
-                                       lambda: self.answer(run, q, step), None,
-                                       failed=step.fail)
-            if answer is None:
-                return None
-            step.outputs["answer"] = answer
-            return f"Q: {q} A: {answer}"
+            return await question_step(run, self, "verify", "verification question", q,
+                                       self.answer)
 
         verifications = [v for v in await run.map("verify", verify, questions) if v]
         if not verifications:
@@ -199,20 +193,13 @@ class ReEx(TracedProgram):
         subs = unique_texts((await run.call("decomposer", question=question,
                                             draft=received)).sub_questions)
 
+        async def ask(run: Run, sub: str, step: Step) -> str:
+            step.passages = await self.retrieve(run, sub)
+            return (await run.call("context_answerer", question=sub,
+                                   context=format_passages(step.passages))).answer.strip()
+
         async def answer(sub: str) -> str | None:
-            step = self.add_step(run, Step(name="sub_question", inputs={"question": sub}))
-
-            async def ask() -> str:
-                step.passages = await self.retrieve(run, sub)
-                return (await run.call("context_answerer", question=sub,
-                                       context=format_passages(step.passages))).answer.strip()
-
-            reply = await run.attempt("verify", f"sub-question {sub!r} skipped", ask, None,
-                                      failed=step.fail)
-            if reply is None:
-                return None
-            step.outputs["answer"] = reply
-            return f"Q: {sub} A: {reply}"
+            return await question_step(run, self, "sub_question", "sub-question", sub, ask)
 
         findings = [f for f in await run.map("verify", answer, subs) if f]
         if not findings:
@@ -226,6 +213,20 @@ class ReEx(TracedProgram):
         revised = (await run.call("reviser", question=question, draft=received,
                                   explanation=explanation)).answer.strip()
         return self.finish(run, revised or received)
+
+
+async def question_step(run: Run, program: TracedProgram, name: str, what: str, question: str,
+                        ask) -> str | None:
+    """One question a baseline checks the draft with, as a traced `Step`: `ask(run, question,
+    step)` answers it; a failure skips the question (logged, `step.error`). Returns the
+    `Q: ... A: ...` line the final step reads, or None."""
+    step = program.add_step(run, Step(name=name, inputs={"question": question}))
+    reply = await run.attempt("verify", f"{what} {question!r} skipped",
+                              lambda: ask(run, question, step), None, failed=step.fail)
+    if reply is None:
+        return None
+    step.outputs["answer"] = reply
+    return f"Q: {question} A: {reply}"
 
 
 def _says_none(explanation: str) -> bool:
