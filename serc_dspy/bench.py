@@ -75,6 +75,9 @@ def _register_noise(kinds) -> None:
     p.add_argument("--sentences", type=positive, default=3, help="lead sentences per draft")
     p.add_argument("--include-lead", action="store_true",
                    help="let the corpus include the lead (default: the article body only)")
+    p.add_argument("--offset", type=non_negative, default=0,
+                   help="skip the first N articles of the file: a held-out split of bios "
+                        "(default 0)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _lm_options(p)
@@ -98,7 +101,8 @@ def noise_command(args) -> int:
 
     combined = run_noise(args.articles, args.out, methods=args.method, errors=args.errors,
                          bios=args.bios, seed=args.seed, sentences=args.sentences,
-                         include_lead=args.include_lead, lm=lm, progress=not args.quiet,
+                         include_lead=args.include_lead, offset=args.offset, lm=lm,
+                         progress=not args.quiet,
                          on_run=on_run, **settings)
     if args.json:
         print(json.dumps(combined, ensure_ascii=False))

@@ -216,6 +216,27 @@ def substituted_detail(claim: str, quote: str, subject: str, *,
     return Substitution(reason)
 
 
+_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor|without|none|nothing|nobody|"
+                       r"unsuccessful(?:ly)?|denied|refused|failed)\b|n['’]t\b", re.IGNORECASE)
+
+
+def _content_stems(text: str, subject: str) -> set[str]:
+    skip = {w.lower() for w in _words(subject)}
+    return {_stem(w) for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip}
+
+
+def _negations(text: str) -> set[str]:
+    return {m.lower() for m in _NEGATION.findall(text or "")}
+
+
+def rewords(original: str, fixed: str, subject: str) -> bool:
+    """Whether a "fix" says what its fact said: the same content words and numbers (only
+    function words moved or changed) and the same negations. Small correctors answer
+    "born in 1923" with "born on 1923", or drop an "also"; that changes no fact."""
+    before, after = _content_stems(original, subject), _content_stems(fixed, subject)
+    return bool(before) and before == after and _negations(original) == _negations(fixed)
+
+
 def loses_content(original: str, fixed: str, kept_aside: str | None = None,
                   share: float = 0.3) -> bool:
     """True when a fix drops more than `share` of its fact's content words (the swapped detail

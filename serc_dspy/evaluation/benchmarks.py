@@ -55,6 +55,7 @@ def run_noise(
     seed: int = 0,
     sentences: int = 3,
     include_lead: bool = False,
+    offset: int = 0,
     lm: Any = None,
     progress: bool = True,
     on_run: Callable[[str, int, Any], None] | None = None,
@@ -63,7 +64,8 @@ def run_noise(
     """Plant K errors in `bios` leads for each K, decode with each method, score everything.
 
     The corpus of each bio is its own article's body (BM25 over passages), with the lead too if
-    `include_lead`. Returns the combined summary (also written to `DIR/noise.json`).
+    `include_lead`. `offset` skips the first articles of the file (a held-out split). Returns
+    the combined summary (also written to `DIR/noise.json`).
     """
     if not methods:
         raise UserError("give at least one --method")
@@ -71,7 +73,8 @@ def run_noise(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for k in errors:
-        drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences)
+        drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
+                             offset=offset)
         _write_json(out / f"drafts-k{k}.json", [d.model_dump(mode="json") for d in drafts])
         corpora = corpus_articles(articles, drafts, include_lead=include_lead)
         items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
@@ -84,7 +87,8 @@ def run_noise(
                                                                         item.topic),
                 meta={"articles": str(articles_path) if not isinstance(articles_path, Mapping)
                       else "<memory>", "bios": bios, "errors": k, "seed": seed,
-                      "sentences": sentences, "include_lead": include_lead},
+                      "sentences": sentences, "include_lead": include_lead,
+                      **({"offset": offset} if offset else {})},
                 **method_options)
             if on_run:
                 on_run(method, k, summary)
@@ -250,13 +254,18 @@ def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> lis
 
 
 def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+    """Whole words, padded, without case, punctuation or a plural -s: "16-year-old" matches
+    "16 years old", and "Hole" no longer matches inside "whole"."""
+    words = re.sub(r"[^\w\s]", " ", text.lower()).split()
+    words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+             for w in words]
+    return f" {' '.join(words)} " if words else ""
 
 
 def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
     """`right`: the right answer appears; `gone`: the hallucinated answer no longer does."""
     text = _norm(answer or "")
-    right_in = _norm(right) in text
+    right_in = bool(_norm(right)) and _norm(right) in text
     wrong_in = bool(_norm(hallucinated)) and _norm(hallucinated) in text
     return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
 

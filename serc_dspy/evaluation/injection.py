@@ -401,14 +401,16 @@ def _pools(articles: Mapping[str, str]) -> tuple[dict[str, list[str]], list[str]
 
 
 def make_drafts(articles: Mapping[str, str], *, bios: int, errors: int, seed: int = 0,
-                sentences: int = 3) -> list[NoisyDraft]:
-    """The first `bios` articles (in file order) whose lead can carry `errors` errors."""
-    if bios < 1 or errors < 0 or sentences < 1:
-        raise UserError(f"need bios >= 1, errors >= 0 and sentences >= 1 (got {bios}, "
-                        f"{errors}, {sentences})")
+                sentences: int = 3, offset: int = 0) -> list[NoisyDraft]:
+    """The first `bios` articles (in file order, after the first `offset`, which a held-out
+    split skips) whose lead can carry `errors` errors. The pools of replacement places and
+    people always come from every article, so a split changes no draft it keeps."""
+    if bios < 1 or errors < 0 or sentences < 1 or offset < 0:
+        raise UserError(f"need bios >= 1, errors >= 0, sentences >= 1 and offset >= 0 (got "
+                        f"{bios}, {errors}, {sentences}, {offset})")
     places, people = _pools(articles)
     out = []
-    for title, text in articles.items():
+    for title, text in list(articles.items())[offset:]:
         others_places = sorted({p for t, ps in places.items() if t != title for p in ps})
         others_people = [p for p in people if p != plain_title(title)]
         draft = make_draft(title, text, errors, seed=seed, sentences=sentences,
@@ -418,7 +420,7 @@ def make_drafts(articles: Mapping[str, str], *, bios: int, errors: int, seed: in
         if len(out) == bios:
             break
     if len(out) < bios:
-        raise UserError(f"only {len(out)} of {len(articles)} articles can carry {errors} "
+        raise UserError(f"only {len(out)} of {len(articles) - offset} articles can carry {errors} "
                         f"planted errors in {sentences} sentences; ask for fewer --bios or "
                         "--errors, or more --sentences")
     return out

@@ -25,6 +25,7 @@ from serc_dspy.facts import (
     clean_facts,
     loses_content,
     not_a_statement,
+    rewords,
     split_clauses,
     substituted_detail,
     unstated_details,
@@ -82,6 +83,9 @@ UNCHANGED = ("kept", "unverified", "uncorrected")
 # A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
 # scores 0.3-0.7 here; an unrelated sentence under 0.1).
 POSITIONAL_MIN_SIMILARITY = 0.3
+ECHO_SIMILARITY = 0.9
+"""A cited quote this similar to its own claim, and absent from the evidence, is the claim
+echoed back: the verifier found no sentence to cite."""
 REWRITE_CONTEXT_SENTENCES = 2
 """A rewrite sees the accepted facts of this many preceding sentences (for flow: not repeating
 them, resolving "she"). All of them would make rewrite prompts grow with the square of the
@@ -571,10 +575,19 @@ class SERC(TracedProgram):
             fact.verdict = verdict
 
     def cross_check(self, run: Run, evidence: str, fact: Fact) -> None:
-        """Hold a cited verdict to its own quote: a quote really taken from the evidence that
+        """Hold a cited verdict to its own quote. A quote really taken from the evidence that
         gives another value for one of the claim's details contradicts the claim, whatever a
-        small model answered."""
-        if not fact.quote or normalise(fact.quote) not in normalise(evidence):
+        small model answered. A contradiction citing the claim itself, which the evidence does
+        not contain, rests on nothing the evidence says: the claim is NOT_FOUND (pruned), not
+        corrected from thin air."""
+        if not fact.quote:
+            return
+        if normalise(fact.quote) not in normalise(evidence):
+            if fact.verdict == "CONTRADICTED" and \
+                    similarity(fact.quote, fact.text) >= ECHO_SIMILARITY:
+                run.log("detect", f"fact {fact.id}: judged CONTRADICTED citing the claim itself, "
+                        "which the evidence does not contain; NOT_FOUND", "fallback")
+                fact.verdict = "NOT_FOUND"
             return  # not a quotation of the evidence: nothing to hold the verdict to
         judged_wrong = fact.verdict == "CONTRADICTED"
         swap = substituted_detail(fact.text, fact.quote, run.trace.subject,
@@ -710,10 +723,11 @@ class SERC(TracedProgram):
                 continue
             fact = open_facts[match[0]]
             record.fact, record.match_score, record.propagated = fact.id, match[1], propagated
-            if normalise(fixed) == normalise(fact.text):
+            if normalise(fixed) == normalise(fact.text) or \
+                    rewords(fact.text, fixed, run.trace.subject):
                 if not propagated:
-                    run.log("correct", f"the fix for fact {fact.id} repeats it; not a correction",
-                            "fallback")
+                    run.log("correct", f"the fix for fact {fact.id} restates it; not a "
+                            "correction", "fallback")
                 break
             if propagated and not fixed:
                 run.log("correct", f"a propagated change would delete fact {fact.id}; kept",

@@ -67,6 +67,14 @@ def test_seeds_change_the_injection():
     assert len({tuple(v) for v in drafts.values()}) > 1
 
 
+def test_an_offset_holds_out_the_first_articles_and_keeps_the_drafts_it_keeps():
+    articles = load_articles(ARTICLES)
+    everything = make_drafts(articles, bios=len(articles), errors=0)
+    held_out = make_drafts(articles, bios=1, errors=0, offset=1)
+    assert held_out[0].title != list(articles)[0]
+    assert held_out[0].model_dump() == everything[1].model_dump()
+
+
 def test_every_kind_can_be_planted_including_a_dependent_pair():
     articles = load_articles(ARTICLES)
     others = {"places": ["Warsaw", "Kyoto"], "people": ["Mary Major", "Paul Minor"]}
@@ -232,6 +240,15 @@ def test_bench_noise_runs_end_to_end_and_writes_the_table_and_the_waterfall(
     report = capsys.readouterr().out
     assert "### Planted errors" in report
     assert "| serc | noise-k2 | 2 | 4 | 0.0% |" in report
+
+
+def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
+    from serc_dspy.evaluation.benchmarks import halueval_outcome
+
+    assert halueval_outcome("Katniss is 16 years old.", "16-year-old", "teenage")["fixed"]
+    assert not halueval_outcome("The whole band split.", "Hole", "Nirvana")["right"]
+    assert not halueval_outcome("It was Hole.", "The Wolfhounds", "Hole")["gone"]
+    assert not halueval_outcome("", "", "Hole")["right"]
 
 
 def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch, capsys):

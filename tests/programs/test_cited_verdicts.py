@@ -66,3 +66,58 @@ def test_a_possessive_is_the_name_itself():
     quote = "Her birth name was Maria Salomea Skłodowska, and she was born in Warsaw."
     assert substituted_detail("Marie Curie's birth name was Maria Salomea Skłodowska.", quote,
                               "Marie Curie") is None
+
+
+def test_a_contradiction_citing_the_claim_itself_is_not_found():
+    # The Nobel fact is not in the corpus; the verifier echoes it back as its "quote".
+    nobel = "Marie Curie won the Nobel Prize in Chemistry in 1903."
+
+    def echo(inputs):
+        if inputs["claim"] == nobel:
+            return {"quote": nobel, "verdict": "CONTRADICTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
+
+    trace, engine = decode(QuoteAndJudge=echo)
+    fact = next(f for f in trace.facts if f.text == nobel)
+    assert fact.verdict == "NOT_FOUND" and fact.status == "pruned"
+    assert fact.correction is None
+    assert any("citing the claim itself" in e.message for e in trace.events)
+
+
+def test_a_contradiction_citing_a_real_sentence_stays_contradicted():
+    def cite(inputs):  # the quote is really in the corpus, so it is no echo
+        if "Sorbonne" in inputs["claim"]:
+            return {"quote": "She studied at the Sorbonne in Paris.", "verdict": "CONTRADICTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
+
+    trace, _ = decode(QuoteAndJudge=cite)
+    fact = next(f for f in trace.facts if "Sorbonne" in f.text)
+    assert fact.verdict == "CONTRADICTED"
+    assert not any("citing the claim itself" in e.message for e in trace.events)
+
+
+def test_a_fix_that_only_rewords_its_fact_is_no_correction():
+    def reword(inputs):  # "in" -> "on": the same content words, so the same fact
+        return {"corrections": [{"original": f, "fixed": f.replace(" in ", " on ")}
+                                for f in inputs["erroneous_facts"]]}
+
+    def contradict_1903(inputs):
+        verdict = "CONTRADICTED" if "1903" in inputs["claim"] else "SUPPORTED"
+        return {"quote": "", "verdict": verdict}
+
+    trace, engine = decode(QuoteAndJudge=contradict_1903, CorrectFacts=reword)
+    fact = next(f for f in trace.facts if "1903" in f.text)
+    assert fact.status == "uncorrected" and fact.correction is None
+    assert len(engine.of("CorrectFacts")) == 2  # one retry
+    assert "Nobel Prize in Chemistry in 1903" in trace.answer
+    assert any("restates it" in e.message for e in trace.events)
+
+
+def test_rewording_and_real_fixes_are_told_apart():
+    from serc_dspy.facts import rewords
+
+    assert rewords("Ada Ruiz was born in 1923.", "Ada Ruiz was born on 1923.", "Ada Ruiz")
+    assert rewords("He was also the candidate in 1988.", "He was the candidate in 1988.", "")
+    assert not rewords("Ada Ruiz won 96 titles.", "Ada Ruiz won 95 titles.", "Ada Ruiz")
+    assert not rewords("Ada Ruiz won a Grammy.", "Ada Ruiz didn't win a Grammy.", "Ada Ruiz")
+    assert not rewords("Ada Ruiz was a philosopher.", "Ada Ruiz was a musician.", "Ada Ruiz")
