@@ -280,6 +280,9 @@ def run(args) -> int:
         for event in trace.errors[:3]:
             print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
         raise DecodingFailed(f"nothing was corrected: {trace.failure}")
+    if trace.status == "fallback":
+        print("[serc warning] decoding pruned most of the answer; the received answer is "
+              "returned unchanged (status fallback)", file=sys.stderr)
     if args.json:
         payload = {
             "answer": prediction.answer,

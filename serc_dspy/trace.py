@@ -13,8 +13,10 @@ from pydantic import BaseModel, Field
 Verdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_FOUND"]
 FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected"]
 AnswerStatus = Literal["decoded", "no_info", "fallback", "failed"]
-"""decoded: checks ran and produced verdicts; no_info: nothing to answer from; failed: nothing
-could be verified (the LM or the retriever failed throughout) and the answer is not a correction."""
+"""decoded: checks ran and produced verdicts; no_info: nothing to answer from; fallback: the
+decoding pruned so much that the received answer comes back unchanged; failed: nothing could
+be verified (the LM or the retriever failed throughout, or every search came back empty) and
+the answer is not a correction."""
 
 TRACE_FORMAT_VERSION = 1
 

@@ -53,6 +53,17 @@ def test_ask_prints_answer_and_syndrome_summary(scripted, capsys):
     assert "detect: 2/2 checks" in captured.err  # progress
 
 
+def test_a_fallback_run_warns_that_the_answer_is_unchanged(monkeypatch, capsys):
+    lm, _ = scripted_lm({**_handlers(), "QuoteAndJudge": lambda i: {"quote": "",
+                                                                   "verdict": "NOT_FOUND"},
+                         "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus")])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.strip() == DRAFT
+    assert "returned unchanged (status fallback)" in captured.err
+
+
 def test_quiet_hides_progress(scripted, capsys):
     main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
           "--quiet"])

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from serc_dspy.evaluation.injection import ROLES, NoisyDraft
+from serc_dspy.text import normalise
 from serc_dspy.trace import Trace
 
 ErrorOutcomeName = Literal["corrected", "deleted", "left"]
@@ -130,7 +131,10 @@ def score_decoding(draft: NoisyDraft, article: str, answer: str | None, trace: T
         errors.append(ErrorOutcome(id=error.id, kind=error.kind, original=error.original,
                                    injected=error.injected, outcome=outcomes[error.id],
                                    detected=detected, detected_by=by))
-    units, unit = _units(draft, facts, answer)
+    # An answer that is the received answer verbatim (a fallback) altered and pruned nothing,
+    # whatever its facts' statuses say.
+    unchanged = trace is not None and normalise(answer) == normalise(trace.received)
+    units, unit = _units(draft, facts, answer, unchanged=unchanged)
     usage = trace.usage.total if trace is not None else None
     return NoiseScore(id=draft.id, method=method, errors=errors, units=units, unit=unit,
                       introduced=introduced(answer, draft, article),
@@ -138,16 +142,18 @@ def score_decoding(draft: NoisyDraft, article: str, answer: str | None, trace: T
                       tokens=usage.total_tokens if usage else 0)
 
 
-def _fact_outcome(fact, answer: str) -> UnitOutcomeName:
-    if fact.status == "pruned":
+def _fact_outcome(fact, answer: str, unchanged: bool = False) -> UnitOutcomeName:
+    if fact.status == "pruned" and not unchanged:
         return "pruned"
-    if fact.status == "corrected" and fact.correction and fact.correction != fact.text:
+    if fact.status == "corrected" and fact.correction and fact.correction != fact.text \
+            and not unchanged:
         return "altered"
     kept = all(count(answer, d) for d in details(fact.text))
     return "preserved" if kept else "altered"
 
 
-def _units(draft: NoisyDraft, facts: list, answer: str) -> tuple[list[UnitOutcome], str]:
+def _units(draft: NoisyDraft, facts: list, answer: str, *,
+           unchanged: bool = False) -> tuple[list[UnitOutcome], str]:
     """Clean units per draft sentence: the trace's facts of that sentence that the draft
     states (an invented fact is no draft content) and that carry no injected value; a sentence
     without such facts (no fact trace, or its decomposition failed) falls back to details."""
@@ -159,7 +165,7 @@ def _units(draft: NoisyDraft, facts: list, answer: str) -> tuple[list[UnitOutcom
         grounded = [f for f in own if all(count(draft.draft, d) for d in details(f.text))]
         if grounded:
             used_facts = True
-            units += [UnitOutcome(text=f.text, outcome=_fact_outcome(f, answer))
+            units += [UnitOutcome(text=f.text, outcome=_fact_outcome(f, answer, unchanged))
                       for f in grounded if not any(_carries(f.text, v) for v in injected)]
         else:
             units += _detail_units(sentence, injected, answer)

@@ -311,6 +311,11 @@ class SERC(TracedProgram):
         if trace.facts and all(f.verdict is None for f in trace.facts):
             self.fail(run, f"no check node produced a verdict ({len(trace.checks)} failed); "
                            f"first error: {errors[0] if errors else 'unknown'}")
+        elif trace.checks and all(c.evidence_source == "none" for c in trace.checks):
+            # A search outage or an index that does not cover the topic: pruning every fact
+            # as NOT_FOUND would be a verdict on the retriever, not on the answer.
+            self.fail(run, f"every search came back empty ({len(trace.checks)} checks): "
+                           "nothing was verified against evidence")
         elif not trace.facts and errors:
             self.fail(run, f"no fact could be extracted; first error: {errors[0]}")
         return trace.status == "failed"
@@ -785,8 +790,9 @@ class SERC(TracedProgram):
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = " ".join(p for p in parts if p.strip())
         if len(trace.reconstructed) < SHORT_ANSWER_CHARS:
-            run.log("polish", "reconstructed draft under 50 characters; returned the received "
-                    "answer", "fallback")
+            trace.status = "fallback"  # the answer is R unchanged, not a correction of it
+            run.log("polish", "decoding left under 50 characters (most facts pruned); "
+                    "returned the received answer unchanged", "fallback")
             return trace.received
         if all(s.kept_verbatim for s in trace.sentences):
             return trace.reconstructed

@@ -223,6 +223,10 @@ def test_an_empty_search_result_is_logged_and_never_cached(tmp_path):
     cached = CachedRetriever(as_retriever(empty), tmp_path / "cache.sqlite")
     prediction, _ = decode(program=SERC(retriever=cached))
     assert any("returned nothing" in e.message for e in prediction.trace.events)
+    # every search empty: nothing was verified, so no fact is pruned on the retriever's word
+    assert prediction.trace.status == "failed" and "every search came back empty" in \
+        prediction.trace.failure
+    assert prediction.answer == prediction.trace.received
     empty.empty = False  # the outage recovers: the next run must ask again
     asked = len(empty.queries)
     prediction, _ = decode(program=SERC(retriever=cached))

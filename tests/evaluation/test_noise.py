@@ -161,6 +161,18 @@ def test_scoring_rules_count_preserved_altered_pruned():
     assert summary.failed == 1 and summary.bios == 1
 
 
+def test_an_answer_returned_unchanged_altered_and_pruned_nothing():
+    draft = _draft().model_copy(update={"errors": []})
+    trace = _trace([  # every fact pruned, and the decoder fell back to the received answer
+        ("Ann Lee was born in 1905.", 0, "NOT_FOUND", "pruned", None),
+        ("Ann Lee had 3 sons.", 2, "NOT_FOUND", "pruned", None),
+    ]).model_copy(update={"received": NOISY, "status": "fallback"})
+    score = score_decoding(draft, ARTICLE, NOISY, trace, "serc")
+    assert [u.outcome for u in score.units] == ["preserved"] * 3  # 2 facts, 1 detail
+    pruned = score_decoding(draft, ARTICLE, "Ann Lee had 3 sons.", trace, "serc")
+    assert [u.outcome for u in pruned.units] == ["pruned"] * 3
+
+
 def test_a_method_without_facts_is_scored_from_the_text():
     answer = "Ann Lee was born in 1901 in Paris. She was a composer."
     score = score_decoding(_draft(), ARTICLE, answer, Trace(method="rarr"), "rarr")

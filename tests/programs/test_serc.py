@@ -288,6 +288,7 @@ def test_short_reconstruction_falls_back_to_the_received_answer():
                                 JudgeFact=lambda i: {"verdict": "NOT_FOUND"})
     assert prediction.answer == DRAFT
     assert engine.of("PolishAnswer") == []
+    assert prediction.trace.status == "fallback"  # R unchanged is not a correction
 
 
 def test_draft_skips_generation():
