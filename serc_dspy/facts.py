@@ -56,6 +56,14 @@ def _is_number(word: str) -> bool:
     return word[0].isdigit()
 
 
+def _content_stems(text: str, subject: str = "") -> set[str]:
+    """Stems of a text's content words and numbers: no function words, none of the subject's
+    own name words, no word under 3 letters."""
+    skip = {w.lower() for w in _words(subject)}
+    return {_stem(w) for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip
+            and (len(w) > 2 or _is_number(w))}
+
+
 def split_fact(text: str) -> list[str]:
     """Clean one extracted item: strip list marks and quotes; split pasted multi-sentence text."""
     text = _LIST_MARK.sub("", " ".join(str(text or "").split())).strip(" \"'`")
@@ -177,12 +185,7 @@ def substituted_detail(claim: str, quote: str, subject: str, *,
     """
     claim_words, quote_words = _words(claim), _words(quote)
     skip = {w.lower() for w in _words(subject)}
-
-    def content(words: list[str]) -> set[str]:
-        return {_stem(w) for w in words if w.lower() not in _STOP and w.lower() not in skip
-                and (len(w) > 2 or _is_number(w))}
-
-    c_words, q_words = content(claim_words), content(quote_words)
+    c_words, q_words = _content_stems(claim, subject), _content_stems(quote, subject)
     if not c_words or not q_words:
         return None
     shared = len(c_words & q_words)
@@ -220,11 +223,6 @@ _NEGATION = re.compile(r"\b(?:not|never|no|neither|nor|without|none|nothing|nobo
                        r"unsuccessful(?:ly)?|denied|refused|failed)\b|n['’]t\b", re.IGNORECASE)
 
 
-def _content_stems(text: str, subject: str) -> set[str]:
-    skip = {w.lower() for w in _words(subject)}
-    return {_stem(w) for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip}
-
-
 def _negations(text: str) -> set[str]:
     return {m.lower() for m in _NEGATION.findall(text or "")}
 
@@ -241,12 +239,8 @@ def loses_content(original: str, fixed: str, kept_aside: str | None = None,
                   share: float = 0.3) -> bool:
     """True when a fix drops more than `share` of its fact's content words (the swapped detail
     aside): a correction must change the wrong detail, not rewrite the fact away."""
-    def stems(text: str) -> set[str]:
-        return {_stem(w) for w in _words(text) if w.lower() not in _STOP
-                and (len(w) > 2 or _is_number(w))}
-
-    wanted = stems(original) - stems(kept_aside or "")
-    return bool(wanted) and len(wanted - stems(fixed)) > share * len(wanted)
+    wanted = _content_stems(original) - _content_stems(kept_aside or "")
+    return bool(wanted) and len(wanted - _content_stems(fixed)) > share * len(wanted)
 
 
 _CLAUSE = re.compile(r",\s+and\s+(she|he|they|it|her|his|their|its)\s+(?=\S+\s+\S+)",
