@@ -136,8 +136,12 @@ class RARR(TracedProgram):
         return self.finish(run, " ".join(revised))
 
     async def revise_sentence(self, run: Run, question: str, sentence: str) -> str:
-        queries = unique_texts((await run.call("researcher", context=question,
-                                               text=sentence)).queries)
+        async def research_questions() -> list[str]:
+            return (await run.call("researcher", context=question, text=sentence)).queries
+
+        queries = unique_texts(await run.attempt(
+            "revise", "research questions failed, the sentence is kept", research_questions,
+            []))
         text = sentence
         for query in queries[: self.max_questions]:
             step = self.add_step(run, Step(name="agreement",

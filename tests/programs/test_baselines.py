@@ -101,6 +101,21 @@ def test_rarr_edits_only_the_disagreeing_sentence():
     assert len(edits) == 1 and edits[0]["inputs"]["text"] == BAD
 
 
+def test_rarr_keeps_a_sentence_whose_research_questions_fail_and_revises_the_rest():
+    def questions(inputs):
+        if "Sorbonne" in inputs["text"]:
+            raise RuntimeError("stopped at max_tokens")
+        return {"queries": ["Marie Curie birthplace"]}
+
+    def agree(inputs):
+        return {"reasoning": "Checked.", "agreement": "DISAGREE"}
+
+    prediction, engine = run(RARR(retriever=CountingRetriever()), ResearchQuestions=questions,
+                             CheckAgreement=agree)
+    assert prediction.answer == f"Marie Curie was born in Warsaw in 1867. {GOOD}"
+    assert any("research questions failed" in e.message for e in prediction.trace.errors)
+
+
 def test_reex_returns_the_draft_when_the_explanation_is_none():
     retriever = CountingRetriever()
     prediction, engine = run(ReEx(retriever=retriever),
