@@ -71,9 +71,16 @@ def normalize_name(name: str) -> str:
     return " ".join(words)
 
 
+SHORT_FORM_MIN = 3
+"""Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
+
+
 def same_name(first: str, second: str) -> bool:
     """True when two names are the same after normalisation, or one full name (two words or
-    more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie')."""
+    more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie').
+    A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
+    Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
+    away, while a short form that starts the same surname's given name is the same person."""
     a, b = normalize_name(first).split(), normalize_name(second).split()
     if not a or not b:
         return False
@@ -82,6 +89,9 @@ def same_name(first: str, second: str) -> bool:
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     if len(short) < 2:
         return False
+    if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
+            long_[0].startswith(short[0]):
+        long_ = [short[0], *long_[1:]]
     position = 0
     for word in long_:
         if position < len(short) and word == short[position]:

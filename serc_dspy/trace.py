@@ -46,6 +46,9 @@ class Fact(BaseModel):
     verdict: Verdict | None = None
     quote: str | None = None
     """The evidence sentence the verdict rests on, when the verifier cites one."""
+    second_verdict: Verdict | None = None
+    """The uncited verifier's vote on a cited contradiction whose quote showed no conflicting
+    detail; only SUPPORTED keeps such a fact (see `SERC.second_opinion`)."""
     correction: str | None = None
     status: FactStatus = "pending"
 

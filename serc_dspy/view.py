@@ -164,6 +164,9 @@ def _fact_html(trace: Trace, fact: Fact) -> str:
         f"<li>{esc(c.original)} &rarr; {esc(c.fixed)}"
         f"{' <b>(propagated)</b>' if c.propagated else ''}</li>" for c in corrections)
     quote = f"<p><b>quote</b>: <q>{esc(fact.quote)}</q></p>" if fact.quote else ""
+    if fact.second_verdict:
+        quote += (f"<p><b>second verdict</b> (the quote showed no conflict): "
+                  f"{esc(fact.second_verdict)}</p>")
     text = (f"<s>{esc(fact.text)}</s>" if fact.status == "pruned" else esc(fact.text))
     return (f'<div class="fact status-{esc(fact.status)}" data-node="{esc(fact.id)}">'
             f"<h4>fact {esc(fact.id)}: {text}</h4>"

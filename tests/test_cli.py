@@ -24,8 +24,10 @@ def _handlers():
         "EvidenceSummary": lambda i: {"evidence": "Born in Warsaw; studied at the Sorbonne."},
         "JudgeFact": lambda i: {"verdict": "CONTRADICTED" if "Kraków" in i["claim"]
                                 else "SUPPORTED"},
-        "QuoteAndJudge": lambda i: {"quote": "", "verdict": "CONTRADICTED"
-                                    if "Kraków" in i["claim"] else "SUPPORTED"},
+        # A contradiction cites the corpus sentence that witnesses it (else it is re-judged).
+        "QuoteAndJudge": lambda i: {"quote": "Marie Curie was born on 7 November 1867 in Warsaw.",
+                                    "verdict": "CONTRADICTED"} if "Kraków" in i["claim"]
+        else {"quote": "", "verdict": "SUPPORTED"},
         "CorrectFacts": lambda i: {"corrections": [
             {"original": f, "fixed": f.replace("Kraków", "Warsaw")}
             for f in i["erroneous_facts"]]},

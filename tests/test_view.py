@@ -35,7 +35,7 @@ def fixture_trace(passage_text: str = "Marie Curie was born in Warsaw in 1867.",
              check="c1", verdict="SUPPORTED", status="corrected",
              correction="Marie Curie was honoured for physics."),
         Fact(id="f2.0", text="Marie Curie enjoyed painting.", sentence=2, check="c2",
-             verdict="NOT_FOUND", status="pruned"),
+             verdict="NOT_FOUND", status="pruned", second_verdict="NOT_FOUND"),
         Fact(id="f2.1", text="Marie Curie liked music.", sentence=2, check="c3",
              status="unverified"),
     ]
@@ -102,6 +102,7 @@ def test_each_edit_links_to_its_facts_and_its_provenance():
         assert edit["href"].startswith("#prov-") and edit["href"][1:] in found.ids
     assert "https://en.wikipedia.org/wiki/Marie_Curie" in found.links
     assert "<s>Marie Curie enjoyed painting.</s>" in page
+    assert "<b>second verdict</b> (the quote showed no conflict): NOT_FOUND" in page
     assert "(propagated)" in page and "unverified (its check failed" in page
     assert "Pierre Curie was a physicist." in page  # the answer a reset replaced
     assert 'href="#fact-f2.1"' in page  # an event linked to its fact

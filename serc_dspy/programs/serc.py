@@ -23,6 +23,7 @@ from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
 from serc_dspy.facts import (
     clean_facts,
+    contradiction_witness,
     loses_content,
     not_a_statement,
     rewords,
@@ -574,6 +575,8 @@ class SERC(TracedProgram):
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
                 self.cross_check(run, evidence, fact)
+                if fact.verdict == "CONTRADICTED" and fact.id not in run.substitutions:
+                    await self.second_opinion(run, evidence, fact)
             return
         verdicts = await self.check_verdicts(run, evidence, facts)
         for fact, verdict in zip(facts, verdicts, strict=True):
@@ -595,8 +598,9 @@ class SERC(TracedProgram):
                 fact.verdict = "NOT_FOUND"
             return  # not a quotation of the evidence: nothing to hold the verdict to
         judged_wrong = fact.verdict == "CONTRADICTED"
-        swap = substituted_detail(fact.text, fact.quote, run.trace.subject,
-                                  same_event=not judged_wrong)
+        subject = run.trace.subject
+        swap = (contradiction_witness(fact.text, fact.quote, subject) if judged_wrong
+                else substituted_detail(fact.text, fact.quote, subject))
         if swap is None:
             return
         with run.lock:
@@ -605,6 +609,28 @@ class SERC(TracedProgram):
             run.log("detect", f"fact {fact.id}: judged {fact.verdict}, but {swap.reason}; "
                     "CONTRADICTED", "fallback")
             fact.verdict = "CONTRADICTED"
+
+    async def second_opinion(self, run: Run, evidence: str, fact: Fact) -> None:
+        """A cited contradiction whose quote shows no conflicting detail (see
+        `contradiction_witness`) rests on the verifier's word alone. On the held-out noise
+        bios every such contradiction of a true fact was "corrected" into a false one ("born
+        on April 8, 1944" -> "April 7, 1944", citing a paragraph about his death), so such a
+        fact is never rewritten: the uncited verifier votes, SUPPORTED keeps it, any other
+        vote prunes it (NOT_FOUND). A failed vote leaves it unverified, in the draft's words."""
+        def unverified(error: str) -> None:
+            fact.verdict, fact.status = None, "unverified"
+
+        judged = await run.attempt(
+            "detect", f"second opinion on fact {fact.id} failed, it stays unverified",
+            lambda: run.call("single_verifier", evidence=evidence, claim=fact.text), None,
+            failed=unverified)
+        if judged is None:
+            return
+        fact.second_verdict = judged.verdict
+        fact.verdict = "SUPPORTED" if judged.verdict == "SUPPORTED" else "NOT_FOUND"
+        run.log("detect", f"fact {fact.id}: judged CONTRADICTED, but its quote shows no "
+                f"conflicting detail; a second verdict said {judged.verdict}, so "
+                f"{fact.verdict}", "fallback")
 
     async def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]

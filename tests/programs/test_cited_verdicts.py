@@ -11,13 +11,13 @@ QUOTE = "Marie Curie was born in Warsaw in 1867."
 CORPUS = LocalCorpus.from_texts({"c.txt": QUOTE + " She studied at the Sorbonne in Paris."})
 
 
-def decode(**overrides):
+def decode(corpus=CORPUS, **overrides):
     def cite(inputs):
         born = "born" in inputs["claim"]
         return {"quote": QUOTE if born else "", "verdict": "SUPPORTED"}
 
     lm, engine = scripted_lm(handlers(**{"QuoteAndJudge": cite, **overrides}))
-    program = SERC(retriever=CORPUS, verdicts="fact", evidence="passages", queries="facts")
+    program = SERC(retriever=corpus, verdicts="fact", evidence="passages", queries="facts")
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         return program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace, engine
 
@@ -84,32 +84,136 @@ def test_a_contradiction_citing_the_claim_itself_is_not_found():
     assert any("citing the claim itself" in e.message for e in trace.events)
 
 
-def test_a_contradiction_citing_a_real_sentence_stays_contradicted():
-    def cite(inputs):  # the quote is really in the corpus, so it is no echo
+WORK = "Marie Curie was honoured for work on chemistry."
+RADIOACTIVITY = "She was honoured for her work on radioactivity."
+WORK_CORPUS = LocalCorpus.from_texts({"c.txt": f"{QUOTE} {RADIOACTIVITY}"})
+
+
+def test_a_contradiction_whose_quote_supports_the_claim_gets_a_second_verdict():
+    # The quote is really in the corpus (no echo) and states the claim: no conflicting detail.
+    def cite(inputs):
         if "Sorbonne" in inputs["claim"]:
             return {"quote": "She studied at the Sorbonne in Paris.", "verdict": "CONTRADICTED"}
         return {"quote": "", "verdict": "SUPPORTED"}
 
-    trace, _ = decode(QuoteAndJudge=cite)
+    trace, engine = decode(QuoteAndJudge=cite)
     fact = next(f for f in trace.facts if "Sorbonne" in f.text)
-    assert fact.verdict == "CONTRADICTED"
-    assert not any("citing the claim itself" in e.message for e in trace.events)
+    assert fact.second_verdict == "SUPPORTED"
+    assert fact.verdict == "SUPPORTED" and fact.status == "kept"
+    assert [c["inputs"]["claim"] for c in engine.of("JudgeFact")] == [fact.text]
+    assert not any(fact.text in c["inputs"]["erroneous_facts"]
+                   for c in engine.of("CorrectFacts"))
+    assert "Sorbonne" in trace.answer
+    assert any("shows no conflicting detail" in e.message for e in trace.events)
+
+
+def test_an_unwitnessed_contradiction_is_pruned_never_rewritten():
+    # Cited verdict and second vote agree on CONTRADICTED, but the quote (about the birth)
+    # shows nothing that conflicts with the Sorbonne: the fact is pruned, not "corrected".
+    sorbonne = "Marie Curie studied at the Sorbonne in Paris."
+
+    def cite(inputs):
+        if inputs["claim"] == sorbonne:
+            return {"quote": QUOTE, "verdict": "CONTRADICTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
+
+    def judge(inputs):
+        return {"verdict": "CONTRADICTED" if inputs["claim"] == sorbonne else "SUPPORTED"}
+
+    trace, engine = decode(QuoteAndJudge=cite, JudgeFact=judge)
+    fact = next(f for f in trace.facts if f.text == sorbonne)
+    assert (fact.verdict, fact.second_verdict, fact.status) == ("NOT_FOUND", "CONTRADICTED",
+                                                                "pruned")
+    assert fact.correction is None and not engine.of("CorrectFacts")
+    assert "Sorbonne" not in trace.answer
+
+
+def test_a_failed_second_verdict_keeps_the_fact_unverified():
+    def cite(inputs):
+        verdict = "CONTRADICTED" if "Sorbonne" in inputs["claim"] else "SUPPORTED"
+        return {"quote": "", "verdict": verdict}
+
+    def outage(inputs):
+        raise ConnectionError("the LM went away")
+
+    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=outage)
+    fact = next(f for f in trace.facts if "Sorbonne" in f.text)
+    assert fact.status == "unverified" and fact.verdict is None
+    assert "Sorbonne" in trace.answer  # an outage never deletes a user's fact
+    assert any("second opinion" in e.message and e.kind == "error" for e in trace.events)
+
+
+def test_a_quote_that_swaps_one_word_witnesses_the_contradiction():
+    def cite(inputs):
+        if inputs["claim"] == WORK:
+            return {"quote": RADIOACTIVITY, "verdict": "CONTRADICTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
+
+    def fix(inputs):
+        return {"corrections": [{"original": WORK, "fixed": "Marie Curie was honoured for "
+                                 "work on radioactivity."}]}
+
+    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=cite, CorrectFacts=fix)
+    fact = next(f for f in trace.facts if f.text == WORK)
+    assert not engine.of("JudgeFact")  # witnessed: no second verdict needed
+    assert fact.verdict == "CONTRADICTED" and fact.second_verdict is None
+    assert fact.correction == "Marie Curie was honoured for work on radioactivity."
+
+
+def test_what_witnesses_a_contradiction():
+    from serc_dspy.facts import contradiction_witness
+
+    subject = "Ada Ruiz"
+    assert contradiction_witness("Ada Ruiz was a child painter in films.",
+                                 "Ada Ruiz was a child actor in films.", subject)
+    assert contradiction_witness("Ada Ruiz died in 1944.", "Ada Ruiz died in 1934.", subject)
+    # The quote states the claim, or is about another event: no witness.
+    assert contradiction_witness("Ada Ruiz died in 1944.", "Ada Ruiz died in 1944 in Lyon.",
+                                 subject) is None
+    assert contradiction_witness("Ada Ruiz was born on April 8, 1944.",
+                                 "She died in hospice care on April 7, 2025, in Lyon.",
+                                 subject) is None
+    # Another event on the same day: the date's words do not make it the same event.
+    assert contradiction_witness("Ada Ruiz was born on 26 October 1949.",
+                                 "She retired as the court's chief judge on 26 October 2011.",
+                                 subject) is None
+    # A quote sharing only part of the event still witnesses one year swapped for one year,
+    # but not a year with two candidates, nor a name among many new ones.
+    swap = contradiction_witness("Ada Ruiz died in 1944 of a fever caught on a voyage.",
+                                 "Ada Ruiz died on 4 July 1934 at a clinic in Lyon.", subject)
+    assert (swap.old, swap.new) == ("1944", "1934")
+    assert contradiction_witness("Ada Ruiz starred in Warner musicals in the 1930s.",
+                                 "Her nephew, a Warner child star of the 1960s, died in 2025.",
+                                 subject) is None
+    assert contradiction_witness("Ada Ruiz appeared in Masti (2004).",
+                                 "In 2004 she appeared in the video Pardesiya from D.J. Hot "
+                                 "Remix Vol 3.", subject) is None
+    # A month is no name: Warsaw alone replaces Kraków, so the swap can be undone.
+    swap = contradiction_witness("Ada Ruiz was born in Kraków.",
+                                 "Ada Ruiz was born on 7 November 1867 in Warsaw.", subject)
+    assert (swap.old, swap.new) == ("Kraków", "Warsaw")
+    # Two words replaced is a paraphrase, not a swap; too short a claim proves nothing.
+    assert contradiction_witness("Ada Ruiz borrowed the surname from her aunt.",
+                                 "Ada Ruiz took the surname from her uncle.", subject) is None
+    assert contradiction_witness("Ada Ruiz is a businessman.", "Ada Ruiz is a singer.",
+                                 subject) is None
 
 
 def test_a_fix_that_only_rewords_its_fact_is_no_correction():
-    def reword(inputs):  # "in" -> "on": the same content words, so the same fact
-        return {"corrections": [{"original": f, "fixed": f.replace(" in ", " on ")}
+    def reword(inputs):  # "on" -> "about": the same content words, so the same fact
+        return {"corrections": [{"original": f, "fixed": f.replace(" on ", " about ")}
                                 for f in inputs["erroneous_facts"]]}
 
-    def contradict_1903(inputs):
-        verdict = "CONTRADICTED" if "1903" in inputs["claim"] else "SUPPORTED"
-        return {"quote": "", "verdict": verdict}
+    def contradict_work(inputs):
+        if inputs["claim"] == WORK:
+            return {"quote": RADIOACTIVITY, "verdict": "CONTRADICTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
 
-    trace, engine = decode(QuoteAndJudge=contradict_1903, CorrectFacts=reword)
-    fact = next(f for f in trace.facts if "1903" in f.text)
+    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=contradict_work, CorrectFacts=reword)
+    fact = next(f for f in trace.facts if f.text == WORK)
     assert fact.status == "uncorrected" and fact.correction is None
     assert len(engine.of("CorrectFacts")) == 2  # one retry
-    assert "Nobel Prize in Chemistry in 1903" in trace.answer
+    assert "work on chemistry" in trace.answer
     assert any("restates it" in e.message for e in trace.events)
 
 

@@ -130,5 +130,11 @@ def test_name_helpers():
     assert same_name("Marie Curie", "Marie Skłodowska Curie")
     assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
     assert not same_name("Marie Curie", "Pierre Curie")
+    # A short given name that begins the longer one, with the same surname.
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell")
+    assert same_name("Dan Charles", "Daniel Charles")
+    assert not same_name("Kim Burrell", "Kimberly Jean Smith")
+    assert not same_name("Al Smith", "Alfred Smith")  # too short to stand for a name
+    assert not same_name("Jo Burrell", "Kimberly Burrell")
     assert str(Descriptor.of("Marie Curie", "Characteristic")) == "Marie Curie"
     assert not Descriptor.of("  name ", "").usable
