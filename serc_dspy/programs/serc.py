@@ -420,7 +420,9 @@ class SERC(TracedProgram):
             firewall.same_entity = True
             firewall.decision = (f"passed: the answer names the asked entity ({query.name}), "
                                  "which the evidence is about (no judge call)")
-            trace.subject = str(more_specific(evidence, query))
+            # The query descriptor is guessed from the question alone: the evidence's wins.
+            trace.subject = str(evidence if evidence.characteristic else
+                                more_specific(evidence, query))
             return
 
         def judge_failed(error: str) -> None:
@@ -492,7 +494,10 @@ class SERC(TracedProgram):
             raw = raw[:4 * self.max_facts_per_sentence]
         name = subject_name(run.trace.subject)
         raw = [part for item in raw for part in split_clauses(str(item), name)]
-        facts, dropped = clean_facts(raw, sentence.text, run.trace.subject)
+        # Grounded in the sentence and the subject's name, never its characteristic: that is a
+        # descriptor a model wrote, and "Rennie Fritchie (American actor, producer, and
+        # director)", guessed from the question alone, made a life peer's fact "actress".
+        facts, dropped = clean_facts(raw, sentence.text, name or run.trace.subject)
         if len(facts) > self.max_facts_per_sentence:
             run.log("decompose", f"sentence {sentence.index}: {len(facts)} facts; kept the first "
                     f"{self.max_facts_per_sentence} (max_facts_per_sentence)", "fallback")

@@ -88,6 +88,29 @@ def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descript
     assert engine.of("SameEntity") == [] and trace.subject == "Beenie Man (musician)"
 
 
+def test_the_subject_takes_the_evidence_characteristic_over_the_questions_guess():
+    # The query descriptor is written from the question alone; its characteristic is a guess.
+    lm, _ = scripted_lm(handlers(
+        QueryEntity=lambda i: entity("Beenie Man", "American actor, producer, and director"),
+        AnswerEntity=lambda i: entity("Moses Anthony Davis", "dancehall deejay"),
+        EvidenceEntity=lambda i: entity("Beenie Man", "musician")))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(BEENIE)))(
+            question="Tell me a bio of Beenie Man.", draft=STAGE_NAME_DRAFT).trace
+    assert trace.subject == "Beenie Man (musician)"
+
+
+def test_a_fact_grounded_only_in_the_subjects_characteristic_is_dropped():
+    # "physicist and chemist" is the subject's characteristic, not in the painting sentence.
+    invented = "Marie Curie was a physicist and chemist."
+    trace, _ = decode(AtomicFacts=lambda i: {"facts": [invented, "Marie Curie enjoyed painting "
+                                                       "landscapes."]
+                                             if "painting" in i["sentence"] else [i["sentence"]]})
+    assert trace.subject == "Marie Curie (physicist and chemist)"
+    assert all(f.text != invented for f in trace.facts)
+    assert any(f"dropped fact {invented!r}" in e.message for e in trace.events)
+
+
 def test_an_answer_that_never_names_the_asked_entity_still_goes_to_the_judge():
     lm, engine = scripted_lm(handlers(
         QueryEntity=lambda i: entity("Beenie Man"),
