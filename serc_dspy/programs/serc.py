@@ -592,7 +592,9 @@ class SERC(TracedProgram):
         gives another value for one of the claim's details contradicts the claim, whatever a
         small model answered. A contradiction citing the claim itself, which the evidence does
         not contain, rests on nothing the evidence says: the claim is NOT_FOUND (pruned), not
-        corrected from thin air."""
+        corrected from thin air. A contradiction stands on its own only with a witness in its
+        quote (`contradiction_witness`), which is kept for the correction; any other goes to
+        `second_opinion`."""
         if not fact.quote:
             return
         if normalise(fact.quote) not in normalise(evidence):
