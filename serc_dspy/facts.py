@@ -166,6 +166,14 @@ class Substitution:
     reason: str
     old: str | None = None
     new: str | None = None
+    contradicted: tuple[str, ...] = ()
+    """The claim's details the quote gives other values for (all of them, when several)."""
+
+    def kept_by(self, fix: str) -> bool:
+        """Whether a fix still states every contradicted detail: then it fixed nothing."""
+        return bool(self.contradicted) and all(
+            re.search(rf"(?<!\w){re.escape(term)}(?!\w)", fix, re.IGNORECASE)
+            for term in self.contradicted)
 
     def apply(self, claim: str) -> str | None:
         """The claim with `old` replaced by `new` (whole words), or None if not applicable."""
@@ -236,10 +244,11 @@ def substituted_detail(claim: str, quote: str, subject: str, *,
     olds, news = pairs[0]
     reason = (f"the evidence says {', '.join(sorted(news))} where the claim says "
               f"{', '.join(sorted(olds))}")
+    contradicted = tuple(sorted(_original_case(term, claim_words) for term in olds))
     if len(olds) == 1 and len(news) == 1:
         return Substitution(reason, _original_case(next(iter(olds)), claim_words),
-                            _original_case(next(iter(news)), quote_words))
-    return Substitution(reason)
+                            _original_case(next(iter(news)), quote_words), contradicted)
+    return Substitution(reason, contradicted=contradicted)
 
 
 def swapped_word(claim: str, quote: str, subject: str) -> Substitution | None:
@@ -256,7 +265,8 @@ def swapped_word(claim: str, quote: str, subject: str) -> Substitution | None:
     if len(claim_stems) < MIN_SWAP_CONTEXT or len(missing) != 1:
         return None
     old = next((w for w in _words(claim) if _stem(w) in missing), None)
-    return Substitution(f"the evidence repeats the claim except {old!r}") if old else None
+    return Substitution(f"the evidence repeats the claim except {old!r}",
+                        contradicted=(old,)) if old else None
 
 
 def contradiction_witness(claim: str, quote: str, subject: str) -> Substitution | None:

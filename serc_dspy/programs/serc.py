@@ -767,6 +767,14 @@ class SERC(TracedProgram):
                     run.log("correct", f"the fix for fact {fact.id} restates it; not a "
                             "correction", "fallback")
                 break
+            witness = run.substitutions.get(fact.id)
+            if not propagated and fixed and witness is not None and witness.kept_by(fixed):
+                # "appointed Knight of the Thistle in 2009" -> "knighted in 2009": the year
+                # the quote contradicts is still there, so nothing was fixed.
+                run.log("correct", f"the fix for fact {fact.id} keeps what its quote "
+                        f"contradicts ({', '.join(witness.contradicted)}); not a correction",
+                        "fallback")
+                break
             if propagated and not fixed:
                 run.log("correct", f"a propagated change would delete fact {fact.id}; kept",
                         "fallback")

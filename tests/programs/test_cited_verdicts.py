@@ -41,6 +41,18 @@ def test_a_fix_that_copies_the_quote_over_the_fact_is_replaced_by_the_swap():
     assert any("Kraków -> Warsaw" in e.message for e in trace.events)
 
 
+def test_a_fix_that_keeps_the_contradicted_detail_is_no_correction():
+    def keep_krakow(inputs):
+        return {"corrections": [{"original": f, "fixed": "Marie Curie was born in Kraków, "
+                                 "Poland."} for f in inputs["erroneous_facts"]]}
+
+    trace, engine = decode(CorrectFacts=keep_krakow)
+    assert len(engine.of("CorrectFacts")) == 2  # one retry
+    # Neither reply fixed anything; the quote's one swapped detail is the correction.
+    assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
+    assert any("keeps what its quote contradicts (Kraków)" in e.message for e in trace.events)
+
+
 def test_clauses_joined_by_and_a_pronoun_become_two_facts():
     assert split_clauses("Ada Ruiz moved to Lyon in 1905, and she taught chemistry there.",
                          "Ada Ruiz") == ["Ada Ruiz moved to Lyon in 1905.",
@@ -164,8 +176,10 @@ def test_what_witnesses_a_contradiction():
     from serc_dspy.facts import contradiction_witness
 
     subject = "Ada Ruiz"
-    assert contradiction_witness("Ada Ruiz was a child painter in films.",
+    swap = contradiction_witness("Ada Ruiz was a child painter in films.",
                                  "Ada Ruiz was a child actor in films.", subject)
+    assert swap.contradicted == ("painter",) and swap.kept_by("She was a painter as a child.")
+    assert not swap.kept_by("Ada Ruiz was a child actor in films.")
     assert contradiction_witness("Ada Ruiz died in 1944.", "Ada Ruiz died in 1934.", subject)
     # The quote states the claim, or is about another event: no witness.
     assert contradiction_witness("Ada Ruiz died in 1944.", "Ada Ruiz died in 1944 in Lyon.",
