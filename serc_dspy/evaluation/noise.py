@@ -34,9 +34,10 @@ from serc_dspy.trace import Trace
 ErrorOutcomeName = Literal["corrected", "deleted", "left"]
 UnitOutcomeName = Literal["preserved", "altered", "pruned"]
 
-_DETAIL = re.compile(r"\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![\w-])"
+_DETAIL = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![\w-])"
                      r"|[A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*")
-"""Whole tokens: "15th" and "1960s" are details of their own, never "15" or "1960"."""
+"""Whole tokens, bounded as `count` bounds them: "15th" and "1960s" are details of their own,
+never "15" or "1960", and "70-71" (a range) gives neither number."""
 _FUNCTION_WORDS = frozenset("""
 a an the he she they it his her their its in on at of and or but as by for from to with was is
 were are be been this that these those after before during when while since until then there

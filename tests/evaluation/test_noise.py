@@ -173,6 +173,20 @@ def test_an_answer_returned_unchanged_altered_and_pruned_nothing():
     assert [u.outcome for u in pruned.units] == ["pruned"] * 3
 
 
+def test_an_unchanged_draft_scores_as_preserved_even_with_a_range():
+    # "70-71": `details` once took "71" out of the range, which `count` never finds, so the
+    # untouched draft (the `initial` method) scored a false alarm.
+    from serc_dspy.evaluation.noise import details
+
+    assert details("Ann Lee (1905 - 1976, aged 70-71) was a 15th-century fan of 1960s jazz.") \
+        == ["Ann Lee", "1905", "1976", "1960s"]
+    lived = "She lived 70-71 years."
+    draft = _draft().model_copy(update={"errors": [], "draft": f"{NOISY} {lived}",
+                                        "sentences": [*_draft().sentences, lived]})
+    score = score_decoding(draft, ARTICLE, draft.draft, Trace(method="initial"), "initial")
+    assert {u.outcome for u in score.units} == {"preserved"}
+
+
 def test_a_method_without_facts_is_scored_from_the_text():
     answer = "Ann Lee was born in 1901 in Paris. She was a composer."
     score = score_decoding(_draft(), ARTICLE, answer, Trace(method="rarr"), "rarr")
