@@ -194,17 +194,50 @@ def _event_stems(text: str, subject: str) -> set[str]:
             and w[:3] not in _MONTHS}
 
 
-def _same_event(claim: str, quote: str, subject: str) -> bool:
-    """Half the event words of the claim, or of the quote, are shared."""
+def _same_event(claim: str, quote: str, subject: str, *, overrule: bool = False) -> bool:
+    """Half the event words of the claim, or of the quote, are shared. To overrule a verdict
+    the claim's side must be: half its event words, and two of them when it has two ("radium"
+    alone does not make "isolated radium in 1910" the event of "discovered radium in 1898")."""
     c_words, q_words = _event_stems(claim, subject), _event_stems(quote, subject)
+    if overrule:  # the names being swapped are the detail, not the event: set them aside
+        skip = {w.lower() for w in _words(subject)}
+        c_names = {_stem(n) for n in _key_terms(_words(claim), skip)[1]}
+        q_names = {_stem(n) for n in _key_terms(_words(quote), skip)[1]}
+        c_words, q_words = c_words - (c_names - q_names), q_words - (q_names - c_names)
     if not c_words or not q_words:
         return False
     shared = len(c_words & q_words)
+    if overrule:
+        return shared / len(c_words) >= SAME_EVENT_SHARE and shared >= min(2, len(c_words))
     return max(shared / len(c_words), shared / len(q_words)) >= SAME_EVENT_SHARE
 
 
-def substituted_detail(claim: str, quote: str, subject: str, *,
-                       same_event: bool = True) -> Substitution | None:
+def _quoted_sentences(quote: str) -> list[str]:
+    """A verifier asked for one sentence often copies a whole passage; each of its sentences
+    is read on its own, or the names and dates of the others would blur the one that counts."""
+    return split_sentences(quote) or [quote]
+
+
+def _first_witness(found: list[Substitution | None]) -> Substitution | None:
+    """A swap of one detail for one (which can be undone) before a looser one."""
+    found_ = [w for w in found if w is not None]
+    return next((w for w in found_ if w.old and w.new), found_[0] if found_ else None)
+
+
+def substituted_detail(claim: str, quote: str, subject: str, *, same_event: bool = True,
+                       overrule: bool = False) -> Substitution | None:
+    """The detail a cited evidence sentence gives another value for, or None.
+
+    Each sentence of the quote is read on its own (see `_in_sentence`); `overrule=True`, for
+    a claim the verifier did not contradict, asks for more shared event words.
+    """
+    return _first_witness([_in_sentence(claim, sentence, subject, same_event=same_event,
+                                        overrule=overrule)
+                           for sentence in _quoted_sentences(quote)])
+
+
+def _in_sentence(claim: str, quote: str, subject: str, *, same_event: bool = True,
+                 overrule: bool = False) -> Substitution | None:
     """The detail a cited evidence sentence gives another value for, or None.
 
     Small verifiers quote the right sentence and still answer SUPPORTED ("born in Kraków"
@@ -217,7 +250,7 @@ def substituted_detail(claim: str, quote: str, subject: str, *,
     """
     claim_words, quote_words = _words(claim), _words(quote)
     skip = {w.lower() for w in _words(subject)}
-    if same_event and not _same_event(claim, quote, subject):
+    if same_event and not _same_event(claim, quote, subject, overrule=overrule):
         return None
     c_numbers, c_names = _key_terms(claim_words, skip)
     q_numbers, q_names = _key_terms(quote_words, skip)
@@ -261,12 +294,15 @@ def swapped_word(claim: str, quote: str, subject: str) -> Substitution | None:
     only witnesses the contradiction; the corrector finds the new word in the quote.
     """
     claim_stems = _event_stems(claim, subject)
-    missing = claim_stems - _event_stems(quote, subject)
-    if len(claim_stems) < MIN_SWAP_CONTEXT or len(missing) != 1:
+    if len(claim_stems) < MIN_SWAP_CONTEXT:
         return None
-    old = next((w for w in _words(claim) if _stem(w) in missing), None)
-    return Substitution(f"the evidence repeats the claim except {old!r}",
-                        contradicted=(old,)) if old else None
+    for sentence in _quoted_sentences(quote):
+        missing = claim_stems - _event_stems(sentence, subject)
+        old = next((w for w in _words(claim) if _stem(w) in missing), None)
+        if len(missing) == 1 and old:
+            return Substitution(f"the evidence repeats the claim except {old!r}",
+                                contradicted=(old,))
+    return None
 
 
 def contradiction_witness(claim: str, quote: str, subject: str) -> Substitution | None:
@@ -275,11 +311,16 @@ def contradiction_witness(claim: str, quote: str, subject: str) -> Substitution 
     means the quote shows no conflict, and a CONTRADICTED verdict citing it rests on the
     verifier's word alone."""
     witness = substituted_detail(claim, quote, subject)
-    if witness is None and _event_stems(claim, subject) & _event_stems(quote, subject):
+    if witness is None:
         # A quote that shares only some of the event's words ("died in 1944 of anaemia" and
         # "died on 4 July 1934 at a sanatorium") still witnesses one detail swapped for one.
-        loose = substituted_detail(claim, quote, subject, same_event=False)
-        witness = loose if loose is not None and loose.old and loose.new else None
+        for sentence in _quoted_sentences(quote):
+            if not _event_stems(claim, subject) & _event_stems(sentence, subject):
+                continue
+            loose = _in_sentence(claim, sentence, subject, same_event=False)
+            if loose is not None and loose.old and loose.new:
+                witness = loose
+                break
     return witness or swapped_word(claim, quote, subject)
 
 

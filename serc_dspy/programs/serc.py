@@ -607,7 +607,7 @@ class SERC(TracedProgram):
         judged_wrong = fact.verdict == "CONTRADICTED"
         subject = run.trace.subject
         swap = (contradiction_witness(fact.text, fact.quote, subject) if judged_wrong
-                else substituted_detail(fact.text, fact.quote, subject))
+                else substituted_detail(fact.text, fact.quote, subject, overrule=True))
         if swap is None:
             return
         with run.lock:

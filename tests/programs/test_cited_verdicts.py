@@ -74,6 +74,25 @@ def test_a_swap_pairs_a_year_with_a_year_not_with_the_day():
                               "Ada Ruiz") is None
 
 
+def test_each_sentence_of_a_copied_passage_is_read_on_its_own():
+    # The verifier copied a passage; its later sentences' names must not blur the first.
+    passage = ("In 1903 she was awarded the Nobel Prize in Physics. She shared it with Pierre "
+               "Curie and Henri Becquerel. The prize recognised their work on radiation.")
+    swap = substituted_detail("Ada Ruiz won the Nobel Prize in Chemistry in 1903.", passage,
+                              "Ada Ruiz", overrule=True)
+    assert (swap.old, swap.new) == ("Chemistry", "Physics")
+
+
+def test_overruling_a_verdict_needs_the_same_event_not_just_the_same_object():
+    # "radium" is shared, but discovering it and isolating it are two events.
+    quote = "Separating radium took years. In 1910 she succeeded in isolating radium as a metal."
+    assert substituted_detail("Ada Ruiz discovered radium in 1898.", quote, "Ada Ruiz",
+                              overrule=True) is None
+    # The swapped name is the detail, not the event: "born" alone is the event here.
+    assert substituted_detail("Ada Ruiz was born in Kraków.", "Ada Ruiz was born in Warsaw "
+                              "in 1867.", "Ada Ruiz", overrule=True).new == "Warsaw"
+
+
 def test_a_possessive_is_the_name_itself():
     quote = "Her birth name was Maria Salomea Skłodowska, and she was born in Warsaw."
     assert substituted_detail("Marie Curie's birth name was Maria Salomea Skłodowska.", quote,
