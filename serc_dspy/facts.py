@@ -58,12 +58,16 @@ def _is_number(word: str) -> bool:
     return word[0].isdigit()
 
 
-def _content_stems(text: str, subject: str = "") -> set[str]:
-    """Stems of a text's content words and numbers: no function words, none of the subject's
-    own name words, no word under 3 letters."""
+def _content_words(text: str, subject: str = "") -> list[str]:
+    """A text's content words and numbers: no function words, none of the subject's own name
+    words, no word under 3 letters."""
     skip = {w.lower() for w in _words(subject)}
-    return {_stem(w) for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip
-            and (len(w) > 2 or _is_number(w))}
+    return [w for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip
+            and (len(w) > 2 or _is_number(w))]
+
+
+def _content_stems(text: str, subject: str = "") -> set[str]:
+    return {_stem(w) for w in _content_words(text, subject)}
 
 
 def split_fact(text: str) -> list[str]:
@@ -190,8 +194,8 @@ def _original_case(term: str, words: list[str]) -> str:
 def _event_stems(text: str, subject: str) -> set[str]:
     """The content stems that say what happened: no numbers and no month names, which two
     events on the same day share ("born on 26 October" and "retired on 26 October")."""
-    return {w for w in _content_stems(text, subject) if not _is_number(w) and w not in _MONTHS
-            and w[:3] not in _MONTHS}
+    return {_stem(w) for w in _content_words(text, subject)
+            if not _is_number(w) and w.lower().rstrip(".") not in _MONTHS}
 
 
 def _same_event(claim: str, quote: str, subject: str, *, overrule: bool = False) -> bool:

@@ -221,6 +221,14 @@ def test_what_witnesses_a_contradiction():
     assert contradiction_witness("Ada Ruiz appeared in Masti (2004).",
                                  "In 2004 she appeared in the video Pardesiya from D.J. Hot "
                                  "Remix Vol 3.", subject) is None
+    # Only whole month names are date words: "novelist" and "mayor" (which begin like "nov"
+    # and "may") still say what happened, so their swap is witnessed.
+    assert contradiction_witness("Ada Ruiz was a celebrated novelist in Lyon.",
+                                 "Ada Ruiz was a celebrated painter in Lyon.",
+                                 subject).contradicted == ("novelist",)
+    assert contradiction_witness("Ada Ruiz served as mayor of Lyon.",
+                                 "Ada Ruiz served as judge of Lyon.",
+                                 subject).contradicted == ("mayor",)
     # A month is no name: Warsaw alone replaces Kraków, so the swap can be undone.
     swap = contradiction_witness("Ada Ruiz was born in Kraków.",
                                  "Ada Ruiz was born on 7 November 1867 in Warsaw.", subject)
