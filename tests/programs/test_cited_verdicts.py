@@ -229,6 +229,13 @@ def test_what_witnesses_a_contradiction():
     assert contradiction_witness("Ada Ruiz served as mayor of Lyon.",
                                  "Ada Ruiz served as judge of Lyon.",
                                  subject).contradicted == ("mayor",)
+    # The word that opens a quote's second sentence is no name: "Following" never replaces
+    # "Maria" (split 4's "Taika Following Cohen", before quotes were read sentence by sentence).
+    assert contradiction_witness(
+        "Ada Maria Ruiz is known professionally as Ada Lyon.",
+        "She used her mother's surname, Ruiz, for her films, and her father's, Lyon, for her "
+        "paintings. Following her first short film, she kept using Lyon professionally.",
+        "Ada Lyon") is None
     # A month is no name: Warsaw alone replaces Kraków, so the swap can be undone.
     swap = contradiction_witness("Ada Ruiz was born in Kraków.",
                                  "Ada Ruiz was born on 7 November 1867 in Warsaw.", subject)
