@@ -20,13 +20,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serc_dspy.text import split_sentences
+from serc_dspy.text import normalise, similarity, split_sentences
 
 MIN_FACT_WORDS = 3
 # Share of a fact's content words that may be missing from its sentence (rewording slack).
 MAX_UNGROUNDED_SHARE = 0.25
 # Content words a claim needs before one swapped word can witness a contradiction.
 MIN_SWAP_CONTEXT = 3
+# A "quote" this close to its claim, yet absent from the evidence, is the claim echoed back.
+ECHO_SIMILARITY = 0.9
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
@@ -382,3 +384,57 @@ def unstated_details(sentence: str, facts: list[str], subject: str) -> str | Non
     lost = sorted({w for w in _words(source) if (_is_number(w) or w[0].isupper())
                    and w.lower() not in have and w.lower() not in _STOP})
     return f"it drops {', '.join(lost)}" if lost else None
+
+
+
+def opening_name(claim: str) -> str:
+    """The capitalised words a claim opens with ("Marie Curie was born..." -> "Marie Curie"):
+    a stand-in subject for claims that come without one, as in the labelled stage data."""
+    words = []
+    for word in _words(claim):
+        if not word[0].isupper():
+            break
+        words.append(word)
+    return " ".join(words)
+
+@dataclass(frozen=True)
+class HeldVerdict:
+    """A cited verdict after it has been held to its own quote (`hold_to_quote`)."""
+
+    verdict: str
+    swap: Substitution | None = None  # the detail the quote gives another value for
+    note: str | None = None  # why the verdict changed, for the run's log
+
+    @property
+    def unwitnessed(self) -> bool:
+        """A contradiction that rests on the verifier's word alone: it needs a second vote."""
+        return self.verdict == "CONTRADICTED" and self.swap is None
+
+
+def hold_to_quote(verdict: str, claim: str, quote: str | None, evidence: str,
+                  subject: str) -> HeldVerdict:
+    """Hold a cited verdict to its quote, the rule `SERC.cross_check` runs and the
+    `verify_cited` compile stage scores.
+
+    - A quote not taken from the evidence proves nothing. A contradiction that cites the
+      claim itself there (an echo) rests on nothing: NOT_FOUND, so it is pruned, never
+      "corrected" from thin air.
+    - A quote from the evidence that gives another value for one of the claim's details
+      contradicts the claim, whatever a small model answered (`substituted_detail`, with the
+      stricter same-event test for overruling).
+    - A CONTRADICTED verdict keeps its witness (`contradiction_witness`) for the correction;
+      without one it is `unwitnessed`.
+    """
+    if not quote:
+        return HeldVerdict(verdict)
+    if normalise(quote) not in normalise(evidence):
+        if verdict == "CONTRADICTED" and similarity(quote, claim) >= ECHO_SIMILARITY:
+            return HeldVerdict("NOT_FOUND", note="judged CONTRADICTED citing the claim itself, "
+                               "which the evidence does not contain; NOT_FOUND")
+        return HeldVerdict(verdict)
+    if verdict == "CONTRADICTED":
+        return HeldVerdict(verdict, contradiction_witness(claim, quote, subject))
+    swap = substituted_detail(claim, quote, subject, overrule=True)
+    if swap is None:
+        return HeldVerdict(verdict)
+    return HeldVerdict("CONTRADICTED", swap, f"judged {verdict}, but {swap.reason}; CONTRADICTED")

@@ -88,21 +88,23 @@ class StageProgram(dspy.Module):
 
 class CitedVerifier(StageProgram):
     """The verdict path the offline models run (`verdicts="fact"`): a cited verdict, then held
-    to its own quote as `SERC.cross_check` does."""
+    to its own quote by the rule `SERC.cross_check` runs (`hold_to_quote`).
+
+    SERC sends an unwitnessed contradiction to a second, uncited vote (`single_verifier`).
+    That vote is the `verify` stage's predictor, not this one's, so it is left out here and
+    this stage scores the cited verdict as the quote leaves it. The labelled claims come
+    without a subject; the name a claim opens with stands in for it (`opening_name`)."""
 
     def __init__(self, fact_checker: dspy.Predict):
         super().__init__("fact_checker", fact_checker)
 
     def forward(self, evidence: str, claim: str) -> dspy.Prediction:
-        from serc_dspy.facts import substituted_detail
-        from serc_dspy.text import normalise
+        from serc_dspy.facts import hold_to_quote, opening_name
 
         result = self.fact_checker(evidence=evidence, claim=claim)
-        verdict, quote = result.verdict, result.quote or ""
-        if quote and normalise(quote) in normalise(evidence) and substituted_detail(
-                claim, quote, "", same_event=verdict != "CONTRADICTED"):
-            verdict = "CONTRADICTED"
-        return dspy.Prediction(verdict=verdict, quote=quote)
+        quote = result.quote or ""
+        held = hold_to_quote(result.verdict, claim, quote, evidence, opening_name(claim))
+        return dspy.Prediction(verdict=held.verdict, quote=quote)
 
 
 def stage_program(stage: str, predictor: dspy.Predict | None = None) -> StageProgram:

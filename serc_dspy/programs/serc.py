@@ -23,12 +23,11 @@ from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
 from serc_dspy.facts import (
     clean_facts,
-    contradiction_witness,
+    hold_to_quote,
     loses_content,
     not_a_statement,
     rewords,
     split_clauses,
-    substituted_detail,
     unstated_details,
 )
 from serc_dspy.programs.base import (
@@ -84,7 +83,6 @@ UNCHANGED = ("kept", "unverified", "uncorrected")
 # A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
 # scores 0.3-0.7 here; an unrelated sentence under 0.1).
 POSITIONAL_MIN_SIMILARITY = 0.3
-ECHO_SIMILARITY = 0.9
 """A cited quote this similar to its own claim, and absent from the evidence, is the claim
 echoed back: the verifier found no sentence to cite."""
 REWRITE_CONTEXT_SENTENCES = 2
@@ -588,34 +586,17 @@ class SERC(TracedProgram):
             fact.verdict = verdict
 
     def cross_check(self, run: Run, evidence: str, fact: Fact) -> None:
-        """Hold a cited verdict to its own quote. A quote really taken from the evidence that
-        gives another value for one of the claim's details contradicts the claim, whatever a
-        small model answered. A contradiction citing the claim itself, which the evidence does
-        not contain, rests on nothing the evidence says: the claim is NOT_FOUND (pruned), not
-        corrected from thin air. A contradiction stands on its own only with a witness in its
-        quote (`contradiction_witness`), which is kept for the correction; any other goes to
-        `second_opinion`."""
-        if not fact.quote:
-            return
-        if normalise(fact.quote) not in normalise(evidence):
-            if fact.verdict == "CONTRADICTED" and \
-                    similarity(fact.quote, fact.text) >= ECHO_SIMILARITY:
-                run.log("detect", f"fact {fact.id}: judged CONTRADICTED citing the claim itself, "
-                        "which the evidence does not contain; NOT_FOUND", "fallback")
-                fact.verdict = "NOT_FOUND"
-            return  # not a quotation of the evidence: nothing to hold the verdict to
-        judged_wrong = fact.verdict == "CONTRADICTED"
-        subject = run.trace.subject
-        swap = (contradiction_witness(fact.text, fact.quote, subject) if judged_wrong
-                else substituted_detail(fact.text, fact.quote, subject, overrule=True))
-        if swap is None:
-            return
-        with run.lock:
-            run.substitutions[fact.id] = swap
-        if not judged_wrong:
-            run.log("detect", f"fact {fact.id}: judged {fact.verdict}, but {swap.reason}; "
-                    "CONTRADICTED", "fallback")
-            fact.verdict = "CONTRADICTED"
+        """Hold a cited verdict to its own quote (`hold_to_quote`): a quote from the evidence
+        that gives another value for one of the claim's details contradicts it, an echoed
+        claim proves nothing, and a contradiction's witness is kept for the correction. A
+        contradiction without one goes to `second_opinion`."""
+        held = hold_to_quote(fact.verdict, fact.text, fact.quote, evidence, run.trace.subject)
+        if held.note:
+            run.log("detect", f"fact {fact.id}: {held.note}", "fallback")
+        fact.verdict = held.verdict
+        if held.swap is not None:
+            with run.lock:
+                run.substitutions[fact.id] = held.swap
 
     async def second_opinion(self, run: Run, evidence: str, fact: Fact) -> None:
         """A cited contradiction whose quote shows no conflicting detail (see

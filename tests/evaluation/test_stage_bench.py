@@ -42,6 +42,22 @@ def test_cited_verdict_is_held_to_its_quote():
     assert result.verdict == "CONTRADICTED"
 
 
+
+def test_cited_stage_runs_serc_rule_an_echoed_contradiction_is_not_found():
+    # The verifier "quotes" the claim itself, which the evidence lacks: SERC prunes such a
+    # fact, so the stage that scores its verifier must give NOT_FOUND too.
+    lm, _ = scripted_lm({"QuoteAndJudge": lambda i: {
+        "quote": "Marie Curie was born in Kraków.", "verdict": "CONTRADICTED"}})
+    import dspy
+
+    from serc_dspy import SERC
+
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = CitedVerifier(SERC().fact_checker)(
+            evidence="Marie Curie was a physicist. She won two Nobel Prizes.",
+            claim="Marie Curie was born in Kraków.")
+    assert result.verdict == "NOT_FOUND"
+
 @needs_data
 def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
     handlers = {

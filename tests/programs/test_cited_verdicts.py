@@ -273,3 +273,38 @@ def test_rewording_and_real_fixes_are_told_apart():
     assert not rewords("Ada Ruiz won 96 titles.", "Ada Ruiz won 95 titles.", "Ada Ruiz")
     assert not rewords("Ada Ruiz won a Grammy.", "Ada Ruiz didn't win a Grammy.", "Ada Ruiz")
     assert not rewords("Ada Ruiz was a philosopher.", "Ada Ruiz was a musician.", "Ada Ruiz")
+
+
+def test_holding_a_cited_verdict_to_its_quote():
+    from serc_dspy.facts import hold_to_quote
+
+    evidence = "Ada Ruiz was born in Warsaw in 1867. She died in Lyon in 1934."
+    subject = "Ada Ruiz"
+    # A quote from the evidence that swaps a detail overrules SUPPORTED, and keeps the swap.
+    held = hold_to_quote("SUPPORTED", "Ada Ruiz was born in Kraków in 1867.",
+                         "Ada Ruiz was born in Warsaw in 1867.", evidence, subject)
+    assert held.verdict == "CONTRADICTED" and (held.swap.old, held.swap.new) == (
+        "Kraków", "Warsaw") and "CONTRADICTED" in held.note
+    # A witnessed contradiction keeps its witness; an unwitnessed one needs a second vote.
+    held = hold_to_quote("CONTRADICTED", "Ada Ruiz died in 1944.", "She died in Lyon in 1934.",
+                         evidence, subject)
+    assert (held.swap.old, held.swap.new, held.unwitnessed) == ("1944", "1934", False)
+    held = hold_to_quote("CONTRADICTED", "Ada Ruiz was a chemist.",
+                         "Ada Ruiz was born in Warsaw in 1867.", evidence, subject)
+    assert held.verdict == "CONTRADICTED" and held.unwitnessed and held.note is None
+    # An echoed claim absent from the evidence proves nothing: NOT_FOUND, never corrected.
+    held = hold_to_quote("CONTRADICTED", "Ada Ruiz was a chemist.", "Ada Ruiz was a chemist.",
+                         evidence, subject)
+    assert held.verdict == "NOT_FOUND" and held.swap is None
+    # Any other quote the evidence lacks, or none, leaves the verdict as it was.
+    for quote in (None, "Ada Ruiz taught in Paris."):
+        assert hold_to_quote("SUPPORTED", "Ada Ruiz taught in Paris.", quote, evidence,
+                             subject) == hold_to_quote("SUPPORTED", "x", None, "", "")
+
+
+def test_the_name_a_claim_opens_with_stands_in_for_its_subject():
+    from serc_dspy.facts import opening_name
+
+    assert opening_name("Marie Curie's first prize came in 1903.") == "Marie Curie"
+    assert opening_name("The Eiffel Tower stands in Paris.") == "The Eiffel Tower"
+    assert opening_name("she won in 1903.") == ""
