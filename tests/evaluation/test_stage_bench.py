@@ -28,35 +28,27 @@ def test_firewall_pairs_are_balanced_and_name_namesakes_as_different():
     assert namesakes, "a same-name, different-entity pair must be in the set"
 
 
-def test_cited_verdict_is_held_to_its_quote():
-    lm, _ = scripted_lm({"QuoteAndJudge": lambda i: {
-        "quote": "She was born in Warsaw.", "verdict": "SUPPORTED"}})
+@pytest.mark.parametrize(("quote", "verdict", "evidence", "expected"), [
+    # A quote from the evidence that swaps the claim's place overrules SUPPORTED.
+    ("She was born in Warsaw.", "SUPPORTED",
+     "Marie Curie was a physicist. She was born in Warsaw.", "CONTRADICTED"),
+    # The claim "quoted" back, absent from the evidence: SERC prunes it, so the stage that
+    # scores SERC's verifier gives NOT_FOUND too.
+    ("Marie Curie was born in Kraków.", "CONTRADICTED",
+     "Marie Curie was a physicist. She won two Nobel Prizes.", "NOT_FOUND"),
+])
+def test_cited_verdict_is_held_to_its_quote_as_serc_holds_it(quote, verdict, evidence,
+                                                              expected):
+    lm, _ = scripted_lm({"QuoteAndJudge": lambda i: {"quote": quote, "verdict": verdict}})
     import dspy
 
     from serc_dspy import SERC
 
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        result = CitedVerifier(SERC().fact_checker)(
-            evidence="Marie Curie was a physicist. She was born in Warsaw.",
-            claim="Marie Curie was born in Kraków.")
-    assert result.verdict == "CONTRADICTED"
+        result = CitedVerifier(SERC().fact_checker)(evidence=evidence,
+                                                    claim="Marie Curie was born in Kraków.")
+    assert result.verdict == expected
 
-
-
-def test_cited_stage_runs_serc_rule_an_echoed_contradiction_is_not_found():
-    # The verifier "quotes" the claim itself, which the evidence lacks: SERC prunes such a
-    # fact, so the stage that scores its verifier must give NOT_FOUND too.
-    lm, _ = scripted_lm({"QuoteAndJudge": lambda i: {
-        "quote": "Marie Curie was born in Kraków.", "verdict": "CONTRADICTED"}})
-    import dspy
-
-    from serc_dspy import SERC
-
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        result = CitedVerifier(SERC().fact_checker)(
-            evidence="Marie Curie was a physicist. She won two Nobel Prizes.",
-            claim="Marie Curie was born in Kraków.")
-    assert result.verdict == "NOT_FOUND"
 
 @needs_data
 def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
