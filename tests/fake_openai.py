@@ -63,22 +63,26 @@ class FakeOpenAIServer:
                         return
                     server.now += 1
                     server.peak = max(server.peak, server.now)
+                # A request stops counting as in flight before its reply is written: once the
+                # client has the reply it may send the next request, possibly before this
+                # thread runs again (a busy machine), which would count one request twice.
                 try:
                     time.sleep(server.delay)
-                    self._answer(body)
+                    reply = self._answer(body)
                 finally:
                     with server.lock:
                         server.now -= 1
+                self._send(reply)
 
             def _answer(self, body):
                 schema = body["response_format"]["json_schema"]["schema"]
                 content = json.dumps(minimal_instance(schema))
-                self._send({"id": "c", "object": "chat.completion", "created": 0,
-                            "model": body["model"],
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": content}}],
-                            "usage": {"prompt_tokens": 7, "completion_tokens": 3,
-                                      "total_tokens": 10}})
+                return {"id": "c", "object": "chat.completion", "created": 0,
+                        "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 7, "completion_tokens": 3,
+                                  "total_tokens": 10}}
 
             def _send(self, payload):
                 data = json.dumps(payload).encode()
