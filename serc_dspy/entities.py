@@ -100,12 +100,20 @@ def same_name(first: str, second: str) -> bool:
 
 
 def mentions(text: str, name: str) -> bool:
-    """True when `text` names `name` (two words or more, normalised, as a contiguous run):
-    a draft that says "known professionally as Beenie Man" is about Beenie Man."""
+    """True when `text` names `name` (normalised, as a contiguous run): a draft that says
+    "known professionally as Beenie Man" is about Beenie Man.
+
+    A one-word name ("Wendy", "Ronaldo") is too common to count anywhere in the text; it
+    counts only where the text gives it as its subject's name ("known professionally as
+    Wendy"). The firewall had reset a true bio of the singer Wendy, which opens with her birth
+    name, Shon Seung-wan."""
     words = normalize_name(name).split()
-    if len(words) < 2:
+    if not words:
         return False
-    return f" {' '.join(words)} " in f" {normalize_name(text)} "
+    folded = f" {normalize_name(text)} "
+    if len(words) == 1:
+        return re.search(rf" known(?: \w+){{0,2}} as {re.escape(words[0])} ", folded) is not None
+    return f" {' '.join(words)} " in folded
 
 
 def more_specific(first: Descriptor, second: Descriptor) -> Descriptor:

@@ -74,18 +74,29 @@ STAGE_NAME_DRAFT = ("Moses Anthony Davis, known professionally as Beenie Man, is
                     "dancehall deejay. He won a Grammy Award in 2001.")
 
 
-def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descriptor_took():
+WENDY = {"wendy.txt": "Wendy is a South Korean singer. Wendy debuted with Red Velvet in 2014."}
+ONE_WORD_STAGE_NAME_DRAFT = ("Shon Seung-wan, known professionally as Wendy, is a South Korean "
+                             "singer. She debuted with Red Velvet in 2014.")
+
+
+@pytest.mark.parametrize(("name", "birth_name", "corpus", "draft"), [
+    ("Beenie Man", "Moses Anthony Davis", BEENIE, STAGE_NAME_DRAFT),
+    # A one-word name counts where the draft gives it as its subject's name.
+    ("Wendy", "Shon Seung-wan", WENDY, ONE_WORD_STAGE_NAME_DRAFT),
+])
+def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descriptor_took(
+        name, birth_name, corpus, draft):
     lm, engine = scripted_lm(handlers(
-        QueryEntity=lambda i: entity("Beenie Man"),
-        AnswerEntity=lambda i: entity("Moses Anthony Davis", "dancehall deejay"),
-        EvidenceEntity=lambda i: entity("Beenie Man", "musician"),
+        QueryEntity=lambda i: entity(name),
+        AnswerEntity=lambda i: entity(birth_name, "singer"),
+        EvidenceEntity=lambda i: entity(name, "musician"),
         SameEntity=lambda i: {"analysis": "Different names.", "same": "NO"}))
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(BEENIE)))(
-            question="Tell me a bio of Beenie Man.", draft=STAGE_NAME_DRAFT).trace
-    assert not trace.firewall.reset and trace.received == STAGE_NAME_DRAFT
-    assert "names the asked entity (Beenie Man)" in trace.firewall.decision
-    assert engine.of("SameEntity") == [] and trace.subject == "Beenie Man (musician)"
+        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(corpus)))(
+            question=f"Tell me a bio of {name}.", draft=draft).trace
+    assert not trace.firewall.reset and trace.received == draft
+    assert f"names the asked entity ({name})" in trace.firewall.decision
+    assert engine.of("SameEntity") == [] and trace.subject == f"{name} (musician)"
 
 
 def test_the_subject_takes_the_evidence_characteristic_over_the_questions_guess():
@@ -146,6 +157,11 @@ def test_mentions_needs_the_whole_name_in_order():
     assert mentions("Davis, known professionally as Beenie Man, is...", "Beenie Man")
     assert not mentions("Beenie is a man", "Beenie Man")
     assert not mentions("Ronaldo played for Real Madrid", "Ronaldo")  # one word is too weak
+    # ... except where the text gives it as its subject's name.
+    assert mentions("Shon Seung-wan (born 1994), known professionally as Wendy, is a singer.",
+                    "Wendy")
+    assert mentions("Cristiano Ronaldo, better known as Ronaldo, is ...", "Ronaldo")
+    assert not mentions("She is known as a singer who admired Wendy.", "Wendy")
 
 
 def test_name_helpers():
