@@ -386,7 +386,6 @@ def unstated_details(sentence: str, facts: list[str], subject: str) -> str | Non
     return f"it drops {', '.join(lost)}" if lost else None
 
 
-
 def opening_name(claim: str) -> str:
     """The capitalised words a claim opens with ("Marie Curie was born..." -> "Marie Curie"):
     a stand-in subject for claims that come without one, as in the labelled stage data."""
@@ -396,6 +395,7 @@ def opening_name(claim: str) -> str:
             break
         words.append(word)
     return " ".join(words)
+
 
 @dataclass(frozen=True)
 class HeldVerdict:

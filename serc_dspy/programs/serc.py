@@ -22,6 +22,7 @@ import dspy
 from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
 from serc_dspy.facts import (
+    HeldVerdict,
     clean_facts,
     hold_to_quote,
     loses_content,
@@ -83,8 +84,6 @@ UNCHANGED = ("kept", "unverified", "uncorrected")
 # A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
 # scores 0.3-0.7 here; an unrelated sentence under 0.1).
 POSITIONAL_MIN_SIMILARITY = 0.3
-"""A cited quote this similar to its own claim, and absent from the evidence, is the claim
-echoed back: the verifier found no sentence to cite."""
 REWRITE_CONTEXT_SENTENCES = 2
 """A rewrite sees the accepted facts of this many preceding sentences (for flow: not repeating
 them, resolving "she"). All of them would make rewrite prompts grow with the square of the
@@ -577,15 +576,14 @@ class SERC(TracedProgram):
             for fact in facts:
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
-                self.cross_check(run, evidence, fact)
-                if fact.verdict == "CONTRADICTED" and fact.id not in run.substitutions:
+                if self.cross_check(run, evidence, fact).unwitnessed:
                     await self.second_opinion(run, evidence, fact)
             return
         verdicts = await self.check_verdicts(run, evidence, facts)
         for fact, verdict in zip(facts, verdicts, strict=True):
             fact.verdict = verdict
 
-    def cross_check(self, run: Run, evidence: str, fact: Fact) -> None:
+    def cross_check(self, run: Run, evidence: str, fact: Fact) -> HeldVerdict:
         """Hold a cited verdict to its own quote (`hold_to_quote`): a quote from the evidence
         that gives another value for one of the claim's details contradicts it, an echoed
         claim proves nothing, and a contradiction's witness is kept for the correction. A
@@ -597,6 +595,7 @@ class SERC(TracedProgram):
         if held.swap is not None:
             with run.lock:
                 run.substitutions[fact.id] = held.swap
+        return held
 
     async def second_opinion(self, run: Run, evidence: str, fact: Fact) -> None:
         """A cited contradiction whose quote shows no conflicting detail (see
