@@ -1,9 +1,13 @@
-"""`serc bench noise|halueval|stages`: quality measurements that work at any model size.
+"""`serc bench noise|factcheck|halueval|stages|compare`: quality measurements that work at any
+model size, each rate with its 95% bootstrap interval.
 
-    serc bench noise --articles wikipedia_dev.json --bios 8 --errors 0 2 --seed 0 \\
+    serc bench noise --articles wikipedia_dev.json --bios 8 --errors 0 2 --seeds 0 1 \\
         --method initial --method serc --out results/noise
+    serc bench factcheck --data benchmark_dev.jsonl --offset 25 --items 25 \\
+        --method initial --method serc --out results/factcheck
     serc bench halueval --data qa_dev.jsonl --limit 20 --method serc --out results/halueval
     serc bench stages --data ../shared/data --dev 40
+    serc bench compare results/noise/serc-k2.jsonl results/noise/serc_lean-k2.jsonl
 
 Registered into the `serc` parser by `serc_dspy.cli`; it sits above both `evaluation` and
 `compiling` (the stage table evaluates the compiling layer's stage programs).
@@ -11,6 +15,7 @@ Registered into the `serc` parser by `serc_dspy.cli`; it sits above both `evalua
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -22,8 +27,10 @@ def register(subparsers) -> None:
         "bench", help="quality benchmarks: planted errors, HaluEval QA, per-stage accuracy")
     kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     _register_noise(kinds)
+    _register_factcheck(kinds)
     _register_halueval(kinds)
     _register_stages(kinds)
+    _register_compare(kinds)
 
 
 def _lm_options(parser) -> None:
@@ -70,6 +77,9 @@ def _register_noise(kinds) -> None:
     p.add_argument("--errors", type=non_negative, nargs="+", default=[2], metavar="K",
                    help="errors planted per bio; several values make the waterfall (default 2)")
     p.add_argument("--seed", type=int, default=0, help="injection seed (default 0)")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                   help="several injection seeds on the same bios, pooled in the summary "
+                        "(replaces --seed)")
     p.add_argument("--method", action="append", required=True,
                    help="a registered method; repeat for several")
     p.add_argument("--sentences", type=positive, default=3, help="lead sentences per draft")
@@ -100,7 +110,8 @@ def noise_command(args) -> int:
             failed.append(f"{method} at K={k}: {summary.failed} failed")
 
     combined = run_noise(args.articles, args.out, methods=args.method, errors=args.errors,
-                         bios=args.bios, seed=args.seed, sentences=args.sentences,
+                         bios=args.bios, seed=args.seed, seeds=args.seeds,
+                         sentences=args.sentences,
                          include_lead=args.include_lead, offset=args.offset, lm=lm,
                          progress=not args.quiet,
                          on_run=on_run, **settings)
@@ -116,6 +127,115 @@ def noise_command(args) -> int:
     for line in failed:
         print(f"serc: warning: {line}; re-running retries them", file=sys.stderr)
     return 1 if failed else 0
+
+
+# -- factcheck --------------------------------------------------------------------------------
+def _register_factcheck(kinds) -> None:
+    p = kinds.add_parser(
+        "factcheck", help="Factcheck-Bench: correct real ChatGPT errors, scored against people",
+        description="Each item's ChatGPT answer is the draft, its prompt the question and its "
+                    "own evidence passages the corpus. Claims are scored against the human "
+                    "labels: false claims fixed, removed or left; true claims kept, altered or "
+                    "removed. Resumable: re-running the same command skips finished answers.")
+    p.add_argument("--data", required=True, help="Factcheck-Bench benchmark JSONL")
+    p.add_argument("--items", type=positive, default=None, help="items to run (default: all)")
+    p.add_argument("--offset", type=non_negative, default=0,
+                   help="skip the first N items (the report split is --offset 25)")
+    p.add_argument("--method", action="append", required=True,
+                   help="a registered method; repeat for several")
+    p.add_argument("--evidence", choices=["auto", "human"], default="auto",
+                   help="the passages a web search returned (auto, default) or the "
+                        "annotators' evidence (human)")
+    p.add_argument("--judge-lm", default=None,
+                   help="LM spec of the claim judge (default: the --lm)")
+    p.add_argument("--judge-labels", default=None,
+                   help="hand-labelled claims to measure the judge on (default: the sample "
+                        "shipped with the package; 'none' to skip)")
+    p.add_argument("--include-trained", action="store_true",
+                   help="also score the items the compiled state's demos were taken from")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _lm_options(p)
+    _prompt_options(p)
+    p.set_defaults(handler=factcheck_command)
+
+
+def _trained_state(args) -> dict | None:
+    """The compiled state SERC methods will run with (`compiled="auto"` for a named offline
+    model), whose demos may quote benchmark items."""
+    from serc_dspy.backends.models import MODELS
+    from serc_dspy.backends.spec import offline_model_name
+    from serc_dspy.states import read_compiled
+
+    name = offline_model_name(args.lm)
+    if getattr(args, "frozen", False) or name is None or not MODELS[name].compiled:
+        return None
+    return read_compiled(MODELS[name].compiled)
+
+
+def factcheck_command(args) -> int:
+    from serc_dspy.evaluation.factcheck import packaged_labels
+    from serc_dspy.evaluation.factcheck_bench import factcheck_table, run_factcheck
+    from serc_dspy.programs import get_method
+
+    for method in args.method:
+        get_method(method)
+    settings = _method_settings(args)
+    lm = _build_lm(args)
+    judge_lm = lm if args.judge_lm is None else _build_lm(
+        argparse.Namespace(lm=args.judge_lm, max_tokens=args.max_tokens))
+    labels = None if (args.judge_labels or "").lower() == "none" else \
+        (args.judge_labels or packaged_labels())
+    failed = []
+    report = run_factcheck(
+        args.data, args.out, methods=args.method, items=args.items, offset=args.offset,
+        evidence_kind=args.evidence, lm=lm, judge_lm=judge_lm, labels=labels,
+        trained_state=_trained_state(args), include_trained=args.include_trained,
+        progress=not args.quiet,
+        on_run=lambda method, s: s.failed and failed.append(f"{method}: {s.failed} failed"),
+        **settings)
+    if report["excluded_as_trained"]:
+        print(f"serc: {len(report['excluded_as_trained'])} item(s) excluded: the compiled "
+              f"state's demos come from them ({', '.join(report['excluded_as_trained'])}); "
+              "--include-trained scores them", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print(factcheck_table(report), end="")
+        print(f"[wrote {args.out}/factcheck.json and factcheck.md]", file=sys.stderr)
+    for line in failed:
+        print(f"serc: warning: {line}; re-running retries them", file=sys.stderr)
+    return 1 if failed else 0
+
+
+# -- compare ----------------------------------------------------------------------------------
+def _register_compare(kinds) -> None:
+    p = kinds.add_parser(
+        "compare", help="the paired difference of two runs on the items both scored",
+        description="A and B are results files of `serc bench noise` or `serc bench "
+                    "factcheck` (RUN.jsonl, or their scored RUN.noise.jsonl / "
+                    "RUN.factcheck.jsonl): two methods, or two runs of one method, on the same "
+                    "items. Each figure's difference A - B comes with its 95% bootstrap "
+                    "interval; a change helps only when that interval excludes zero.")
+    p.add_argument("a", help="results file A")
+    p.add_argument("b", help="results file B")
+    p.add_argument("--figure", action="append",
+                   help="only these figures (default: every figure of the benchmark)")
+    p.add_argument("--json", action="store_true", help="print the differences as JSON")
+    p.set_defaults(handler=compare_command)
+
+
+def compare_command(args) -> int:
+    from serc_dspy.evaluation.compare import compare_files, compare_table
+
+    diffs = compare_files(args.a, args.b, figures=args.figure)
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b,
+                          "differences": [d.model_dump() | {"excludes_zero": d.excludes_zero}
+                                          for d in diffs]}))
+    else:
+        print(compare_table(diffs, args.a, args.b), end="")
+    return 0
 
 
 # -- halueval ---------------------------------------------------------------------------------
@@ -145,10 +265,13 @@ def halueval_command(args) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
+        from serc_dspy.evaluation.intervals import format_ci
+
         h, c = summary["hallucinated"], summary["control"]
-        print(f"HaluEval {args.method}: fix rate {_f(h['fix_rate'])} on {h['scored']} items "
+        print(f"HaluEval {args.method}: fix rate {format_ci(h['fix_rate'], h['fix_rate_ci'])} "
+              f"on {h['scored']} items "
               f"({h['failed']} failed; {_f(h['cold_start_rate'])} of the drafts took the cold "
-              f"start); control break rate {_f(c['break_rate'])} on "
+              f"start); control break rate {format_ci(c['break_rate'], c['break_rate_ci'])} on "
               f"{c['scored']} ({c['failed']} failed); {_f(h['calls_per_item'], '.1f')} calls and "
               f"{_f(h['tokens_per_item'], '.0f')} tokens per item")
     return 1 if summary["hallucinated"]["failed"] or summary["control"]["failed"] else 0

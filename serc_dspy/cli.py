@@ -13,6 +13,7 @@ from pathlib import Path
 
 from serc_dspy.arguments import positive, positive_float
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
+from serc_dspy.evaluation.protocol import record_command
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -346,6 +347,7 @@ def run_models(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    record_command(argv)
     try:
         handler = getattr(args, "handler", None)
         return handler(args) if handler is not None else run(args)

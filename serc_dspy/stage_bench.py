@@ -94,19 +94,22 @@ def _firewall_score(pairs: list[dict], judge: dspy.Predict) -> dict[str, Any]:
     from serc_dspy.entities import same_name
 
     started = time.monotonic()
-    correct = failures = calls = 0
+    failures = calls = 0
+    values: list[float] = []
     for pair in pairs:
         if same_name(_descriptor(pair["answer"]).name, _descriptor(pair["evidence"]).name):
-            correct += pair["same"] == "YES"
+            values.append(float(pair["same"] == "YES"))
             continue
         calls += 1
         try:
             result = judge(answer_entity=pair["answer"], evidence_entity=pair["evidence"])
-            correct += result.same == pair["same"]
+            values.append(float(result.same == pair["same"]))
         except Exception:  # noqa: BLE001 - a failed example scores 0 and is counted
             failures += 1
+            values.append(0.0)
     n = len(pairs)
-    return {"score": 100.0 * correct / n if n else 0.0, "n": n, "failures": failures,
+    return {"score": 100.0 * sum(values) / n if n else 0.0, "n": n, "failures": failures,
+            "values": values,
             "seconds": round(time.monotonic() - started, 1), "judge_calls": calls,
             "same_pairs": sum(p["same"] == "YES" for p in pairs)}
 
@@ -139,8 +142,8 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         for stage in chosen:
             try:
-                results[stage] = _run_stage(stage, root, serc, dev=dev, seed=seed,
-                                            offset=offset, progress=progress)
+                results[stage] = with_stage_intervals(_run_stage(
+                    stage, root, serc, dev=dev, seed=seed, offset=offset, progress=progress))
             except UserError as exc:  # e.g. a split too small for the offset: say so, go on
                 results[stage] = {"error": str(exc)}
             if out:
@@ -173,6 +176,25 @@ def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int
     return score.to_dict()
 
 
+def with_stage_intervals(result: dict[str, Any]) -> dict[str, Any]:
+    """A stage's score (percent) and macro-F1 with their 95% bootstrap intervals over
+    examples; the per-example values stay in the JSON for `serc bench compare`-style reuse."""
+    from serc_dspy.compiling.devsets import VERDICT_LABELS, macro_f1
+    from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
+
+    values = result.get("values")
+    if not values:
+        return result
+    ci = bootstrap_rate([(100.0 * v, 1.0) for v in values])
+    out = {**result, "score_ci": list(ci) if ci else None}
+    gold, predicted = result.get("gold"), result.get("predicted")
+    if gold and predicted:
+        f1_ci = bootstrap_statistic(len(gold), lambda idx: macro_f1(
+            [gold[i] for i in idx], [predicted[i] for i in idx], VERDICT_LABELS)[0])
+        out["macro_f1_ci"] = list(f1_ci) if f1_ci else None
+    return out
+
+
 def _summary(lm, compiled, seed, dev, offset, results) -> dict[str, Any]:
     return {"lm": str(getattr(lm, "model", None)), "compiled": compiled, "seed": seed,
             "dev": dev, "offset": offset, "stages": dict(results)}
@@ -203,8 +225,13 @@ def stages_table(summary: dict[str, Any]) -> str:
             lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | – | – | – | – | – "
                          f"({s['error']}) |")
             continue
-        f1 = s.get("macro_f1")
-        lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | {s['score']:.1f} | "
-                     f"{'–' if f1 is None else format(f1, '.3f')} | {s['n']} | "
-                     f"{s['failures']} | {s['seconds']} |")
+        score, f1 = s["score"], s.get("macro_f1")
+        low_high = s.get("score_ci")
+        f1_ci = s.get("macro_f1_ci")
+        lines.append(
+            f"| {stage} | {_FIGURE.get(stage, '')} | {score:.1f}"
+            + (f" [{low_high[0]:.1f}, {low_high[1]:.1f}]" if low_high else "") + " | "
+            + ("–" if f1 is None else f"{f1:.3f}" + (f" [{f1_ci[0]:.2f}, {f1_ci[1]:.2f}]"
+                                                     if f1_ci else ""))
+            + f" | {s['n']} | {s['failures']} | {s['seconds']} |")
     return "\n".join(lines) + "\n"

@@ -155,3 +155,57 @@ def best_match(target: str, candidates: list[str], cutoff: float) -> tuple[int, 
         if score >= cutoff and (best is None or score > best[1]):
             best = (index, score)
     return best
+
+
+# -- collateral damage: sentences that no reader would accept --------------------------------
+RESTATED_RUN = 3
+"""Consecutive sentences with one opening that make a run of restatements ("P was fluent in A.
+P was fluent in B. P was fluent in C."): a list of atomic facts, not prose."""
+_COPULA = re.compile(r"^(?P<left>.+?) (?:is|was|are|were|remains|remained|became) "
+                     r"(?P<right>.+)$")
+_LEADING_NAME = re.compile(r"^(?:[A-Z][\w'’.-]*\s+){1,3}[A-Z][\w'’.-]*")
+
+
+def _without_articles(words: str) -> str:
+    return " ".join(w for w in words.split() if w not in ("a", "an", "the"))
+
+
+def is_tautology(sentence: str) -> bool:
+    """"The fourth division of X is the fourth division of X.": both sides of the copula say
+    the same thing, so the sentence states nothing."""
+    m = _COPULA.match(normalise(sentence))
+    return bool(m) and _without_articles(m["left"]) == _without_articles(m["right"]) != ""
+
+
+def _opening(sentence: str) -> str:
+    """What a run of restatements shares: the leading multi-word name if there is one, else
+    the first three words."""
+    name = _LEADING_NAME.match(sentence.strip())
+    return normalise(name.group(0)) if name else " ".join(normalise(sentence).split()[:3])
+
+
+def degenerate_sentences(text: str) -> dict[int, str]:
+    """Sentence index -> why it is degenerate: `tautology`, `repeated` (a sentence said
+    before, word for word), or `restated` (third and later of a run of `RESTATED_RUN` or more
+    sentences sharing one opening; the run's first sentence is fine)."""
+    sentences = split_sentences(text)
+    found: dict[int, str] = {}
+    seen: set[str] = set()
+    for index, sentence in enumerate(sentences):
+        key = normalise(sentence)
+        if key and is_tautology(sentence):
+            found[index] = "tautology"
+        elif key in seen:
+            found[index] = "repeated"
+        seen.add(key)
+    openings = [_opening(s) for s in sentences]
+    start = 0
+    while start < len(sentences):
+        end = start + 1
+        while end < len(sentences) and openings[end] and openings[end] == openings[start]:
+            end += 1
+        if end - start >= RESTATED_RUN:
+            for index in range(start + 1, end):
+                found.setdefault(index, "restated")
+        start = end
+    return dict(sorted(found.items()))

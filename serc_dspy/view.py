@@ -21,7 +21,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from serc_dspy.text import degenerate_sentences, split_sentences
 from serc_dspy.trace import Check, Fact, Trace
+
+_DEGENERATE = {"tautology": "a tautology: it says the same thing on both sides",
+               "repeated": "repeats an earlier sentence word for word",
+               "restated": "one of a run of sentences that each restate the subject"}
 
 _URL = re.compile(r"^https?://[^\s\"'<>]+$")
 _FACT_REF = re.compile(r"\bfacts? (f[\d.]+)")
@@ -297,6 +302,7 @@ _CSS = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#111}
 h1{font-size:1.4em} h2{border-bottom:1px solid #ccc;margin-top:1.6em}
 .answer{background:#fafafa;border:1px solid #ddd;padding:1em;white-space:pre-wrap}
+.degenerate{background:#fff0b3;color:#5c4400;font-weight:bold}
 del{background:#f4d4c2;color:#7a2c00;text-decoration:line-through}
 ins{background:#cde5f5;color:#003c63;text-decoration:underline}
 a.edit{text-decoration:none;border-bottom:2px dotted #555;outline-offset:2px}
@@ -375,6 +381,13 @@ def render_trace(trace: Trace, *, title: str | None = None) -> str:
         notes.append("Unverified, kept verbatim because their check failed: " + "; ".join(
             f'{esc(f.text)} (<a href="#fact-{esc(f.id)}">{esc(f.id)}</a>)'
             for f in unverified))
+    degenerate = degenerate_sentences(trace.answer or "")
+    if degenerate:
+        sentences = split_sentences(trace.answer or "")
+        notes.append(
+            '<span class="degenerate">Degenerate sentences in the answer</span>: ' + "; ".join(
+                f"&ldquo;{esc(sentences[i])}&rdquo; ({esc(_DEGENERATE[kind])})"
+                for i, kind in degenerate.items()))
     received = ""
     if trace.firewall.reset:
         received = ("<p>The firewall reset this answer; the draft it replaced is in the "

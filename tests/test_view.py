@@ -109,6 +109,20 @@ def test_each_edit_links_to_its_facts_and_its_provenance():
     assert found.scripts == 1
 
 
+def test_the_view_flags_degenerate_sentences_of_the_answer():
+    trace = fixture_trace()
+    assert 'class="degenerate"' not in trace.to_html()
+    trace.answer = ("The fourth division of Poland is the fourth division of Poland. Marie "
+                    "Curie was fluent in Polish. Marie Curie was fluent in French. Marie Curie "
+                    "was fluent in German.")
+    page = trace.to_html()
+    assert 'class="degenerate"' in page
+    assert "&ldquo;The fourth division of Poland is the fourth division of Poland.&rdquo; " \
+        "(a tautology" in page
+    assert "&ldquo;Marie Curie was fluent in German.&rdquo; (one of a run" in page
+    assert "&ldquo;Marie Curie was fluent in Polish.&rdquo;" not in page  # a run's first is fine
+
+
 def test_a_hostile_trace_is_escaped_and_never_linked():
     hostile = fixture_trace(passage_text='<script>alert("pwned")</script><img src=x onerror=1>',
                             source='javascript:alert("x")')

@@ -198,10 +198,18 @@ class Score:
     seconds: float
     macro_f1: float | None = None
     per_label: dict[str, dict] | None = None
+    values: list[float] | None = None
+    """Each example's metric value, in dev order (intervals are resampled from them)."""
+    gold: list[str] | None = None
+    predicted: list[str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {"score": self.score, "n": self.n, "failures": self.failures,
                "seconds": round(self.seconds, 1)}
+        if self.values is not None:
+            out["values"] = self.values
+        if self.gold is not None:
+            out["gold"], out["predicted"] = self.gold, self.predicted
         if self.macro_f1 is not None:
             out["macro_f1"] = self.macro_f1
             out["per_label"] = self.per_label
@@ -228,11 +236,13 @@ def evaluate_stage(program: dspy.Module, devset: list[dspy.Example], stage: str,
     seconds = time.monotonic() - started
     # dspy.Evaluate replaces a failed example's prediction by an empty dspy.Prediction().
     failures = sum(1 for _, prediction, _ in result.results if not list(prediction.keys()))
-    score = Score(score=float(result.score), n=len(devset), failures=failures, seconds=seconds)
+    score = Score(score=float(result.score), n=len(devset), failures=failures, seconds=seconds,
+                  values=[float(value or 0.0) for _, _, value in result.results])
     if spec.name in ("verify", "verify_cited"):
         gold = [example.verdict for example, _, _ in result.results]
         predicted = [prediction.get("verdict") for _, prediction, _ in result.results]
         score.macro_f1, score.per_label = macro_f1(gold, predicted, VERDICT_LABELS)
+        score.gold, score.predicted = gold, predicted
     return score
 
 

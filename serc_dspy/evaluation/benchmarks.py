@@ -3,12 +3,14 @@
 Both run through `run_experiment`, so every run is resumable (re-running the same command
 skips finished bios and retries failed ones) and every results file also feeds `serc report`.
 
-Layout of `serc bench noise --out DIR`:
-- `DIR/drafts-k{K}.json`: the noisy drafts and their recorded errors (deterministic from the
+Layout of `serc bench noise --out DIR` (`S` is `""` for seed 0 and `-s{seed}` otherwise, so
+folders made before `--seeds` existed read as seed 0):
+- `DIR/drafts-k{K}S.json`: the noisy drafts and their recorded errors (deterministic from the
   seed; rewritten identically on every run);
-- `DIR/{method}-k{K}.jsonl`: the runner's results, plus `.meta.json`;
-- `DIR/{method}-k{K}.noise.jsonl` and `.noise.summary.json`: per-bio scores and their summary;
-- `DIR/noise.json`, `DIR/noise.md` and `DIR/waterfall.png`: every method at every K.
+- `DIR/{method}-k{K}S.jsonl`: the runner's results, plus `.meta.json`;
+- `DIR/{method}-k{K}S.noise.jsonl` and `.noise.summary.json`: per-bio scores and their summary;
+- `DIR/noise.json`, `DIR/noise.md` and `DIR/waterfall.png`: every method at every K, the seeds
+  of one K pooled, each rate with its 95% bootstrap interval over bios.
 """
 
 from __future__ import annotations
@@ -23,13 +25,22 @@ from typing import Any
 from serc_dspy.errors import UserError
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
-from serc_dspy.evaluation.noise import NoiseSummary, score_records, summarize_noise
+from serc_dspy.evaluation.intervals import format_ci, with_intervals
+from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
+from serc_dspy.evaluation.protocol import split_of_articles
 from serc_dspy.evaluation.runner import _write_json, read_jsonl, run_experiment, sibling
 from serc_dspy.text import parse_json
 
 WATERFALL_NAME = "waterfall.png"
 SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
-                  "introduced_per_bio", "preservation", "calls_per_bio", "tokens_per_bio")
+                  "introduced_per_bio", "preservation", "verbatim_share", "degenerate_per_bio",
+                  "length_ratio", "calls_per_bio", "tokens_per_bio")
+_RUN_NAME = re.compile(r"(?P<method>.+)-k(?P<k>\d+)(?:-s(?P<seed>\d+))?")
+
+
+def seed_suffix(seed: int) -> str:
+    """File-name suffix of a seed's runs: none for seed 0, so older folders stay readable."""
+    return "" if seed == 0 else f"-s{seed}"
 
 
 def _write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -53,6 +64,7 @@ def run_noise(
     errors: Sequence[int],
     bios: int,
     seed: int = 0,
+    seeds: Sequence[int] | None = None,
     sentences: int = 3,
     include_lead: bool = False,
     offset: int = 0,
@@ -64,8 +76,9 @@ def run_noise(
     """Plant K errors in `bios` leads for each K, decode with each method, score everything.
 
     The corpus of each bio is its own article's body (BM25 over passages), with the lead too if
-    `include_lead`. `offset` skips the first articles of the file (a held-out split). Returns
-    the combined summary (also written to `DIR/noise.json`).
+    `include_lead`. `offset` skips the first articles of the file (a held-out split). `seeds`
+    (default: just `seed`) plants errors once per seed on the same bios; the summaries pool
+    them. Returns the combined summary (also written to `DIR/noise.json`).
     """
     if not methods:
         raise UserError("give at least one --method")
@@ -73,27 +86,37 @@ def run_noise(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for k in errors:
-        drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
-                             offset=offset)
-        _write_json(out / f"drafts-k{k}.json", [d.model_dump(mode="json") for d in drafts])
-        corpora = corpus_articles(articles, drafts, include_lead=include_lead)
-        items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
-        for method in methods:
-            path = out / f"{method}-k{k}.jsonl"
-            summary = run_experiment(
-                method, items, path, lm=lm, progress=progress, dataset=f"noise-k{k}",
-                retriever=_NamedRetriever(f"article-body{'+lead' if include_lead else ''}"),
-                retriever_for=lambda item, c=corpora: _corpus_retriever(c[item.topic],
-                                                                        item.topic),
-                meta={"articles": str(articles_path) if not isinstance(articles_path, Mapping)
-                      else "<memory>", "bios": bios, "errors": k, "seed": seed,
-                      "sentences": sentences, "include_lead": include_lead,
-                      **({"offset": offset} if offset else {})},
-                **method_options)
-            if on_run:
-                on_run(method, k, summary)
+        for one_seed in (seeds if seeds else [seed]):
+            _run_noise_seed(articles, articles_path, out, k=k, seed=one_seed, methods=methods,
+                            bios=bios, sentences=sentences, include_lead=include_lead,
+                            offset=offset, lm=lm, progress=progress, on_run=on_run,
+                            method_options=method_options)
     rescore_noise(out, articles)  # every run in `out`, earlier ones included, scored alike
     return write_noise_report(collect_noise(out), out)
+
+
+def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, methods, bios,
+                    sentences, include_lead, offset, lm, progress, on_run, method_options):
+    drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
+                         offset=offset)
+    suffix = seed_suffix(seed)
+    _write_json(out / f"drafts-k{k}{suffix}.json", [d.model_dump(mode="json") for d in drafts])
+    corpora = corpus_articles(articles, drafts, include_lead=include_lead)
+    items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
+    source = str(articles_path) if not isinstance(articles_path, Mapping) else "<memory>"
+    for method in methods:
+        summary = run_experiment(
+            method, items, out / f"{method}-k{k}{suffix}.jsonl", lm=lm, progress=progress,
+            dataset=f"noise-k{k}",
+            retriever=_NamedRetriever(f"article-body{'+lead' if include_lead else ''}"),
+            retriever_for=lambda item, c=corpora: _corpus_retriever(c[item.topic], item.topic),
+            meta={"articles": source, "bios": bios, "errors": k, "seed": seed,
+                  "sentences": sentences, "include_lead": include_lead,
+                  "split": split_of_articles(source),
+                  **({"offset": offset} if offset else {})},
+            **method_options)
+        if on_run:
+            on_run(method, k, summary)
 
 
 class _NamedRetriever:
@@ -112,63 +135,73 @@ def score_noise_run(run_path: str | os.PathLike[str], drafts: Sequence[NoisyDraf
     records = read_jsonl(run_path)
     scores = score_records(drafts, articles, records)
     _write_jsonl(sibling(run_path, ".noise.jsonl"),
-                 [s.model_dump(mode="json") if s else {"failed": True} for s in scores])
-    summary = summarize_noise(scores)
+                 [s.model_dump(mode="json") if s else {"id": ident, "failed": True}
+                  for ident, s in scores])
+    summary = summarize_noise(s for _, s in scores)
     _write_json(sibling(run_path, ".noise.summary.json"), summary.model_dump(mode="json"))
     return summary
 
 
 def load_drafts(path: str | os.PathLike[str]) -> list[NoisyDraft]:
-    """The drafts a `serc bench noise` run planted (`DIR/drafts-k{K}.json`)."""
+    """The drafts a `serc bench noise` run planted (`DIR/drafts-k{K}S.json`)."""
     return [NoisyDraft.model_validate(r) for r in parse_json(Path(path).read_text("utf-8"))]
 
 
-def rescore_noise(out_dir: str | os.PathLike[str], articles: Mapping[str, str]) -> int:
-    """Score every `{method}-k{K}.jsonl` in `out_dir` against its `drafts-k{K}.json`, so a
-    change of the scoring rules reaches runs made before it. Returns the runs scored."""
-    out, scored = Path(out_dir), 0
-    for path in sorted(out.glob("*-k*.jsonl")):
-        m = re.fullmatch(r"(.+)-k(\d+)\.jsonl", path.name)
-        drafts_path = out / f"drafts-k{m.group(2)}.json" if m else None
-        if m is None or m.group(1) == "drafts" or not drafts_path.is_file():
-            continue
-        score_noise_run(path, load_drafts(drafts_path), articles)
-        scored += 1
-    return scored
-
-
-def collect_noise(out_dir: str | os.PathLike[str]) -> dict[int, dict[str, NoiseSummary]]:
-    """Every `{method}-k{K}.noise.summary.json` under `out_dir`."""
-    found: dict[int, dict[str, NoiseSummary]] = {}
-    for path in sorted(Path(out_dir).glob("*-k*.noise.summary.json")):
-        m = re.fullmatch(r"(.+)-k(\d+)\.noise\.summary\.json", path.name)
-        if m:
-            data = parse_json(path.read_text(encoding="utf-8"))
-            found.setdefault(int(m.group(2)), {})[m.group(1)] = NoiseSummary.model_validate(data)
+def _runs(out: Path, suffix: str) -> list[tuple[Path, str, int, int]]:
+    """(path, method, K, seed) of every noise run file in `out` ending in `suffix`."""
+    found = []
+    for path in sorted(out.glob(f"*-k*{suffix}")):
+        m = _RUN_NAME.fullmatch(path.name[: -len(suffix)])
+        if m and m["method"] != "drafts":
+            found.append((path, m["method"], int(m["k"]), int(m["seed"] or 0)))
     return found
 
 
-def _pooled(by_k: Mapping[int, Mapping[str, NoiseSummary]], method: str) -> dict[str, Any]:
-    """One method over every K: error rates from K > 0, false alarms from every run."""
-    runs = [m[method] for m in by_k.values() if method in m]
-    injected = sum(r.injected for r in runs)
-    bios = sum(r.bios for r in runs)
+def rescore_noise(out_dir: str | os.PathLike[str], articles: Mapping[str, str]) -> int:
+    """Score every `{method}-k{K}S.jsonl` in `out_dir` against its `drafts-k{K}S.json`, so a
+    change of the scoring rules reaches runs made before it. Returns the runs scored."""
+    out, scored = Path(out_dir), 0
+    for path, _method, k, seed in _runs(out, ".jsonl"):
+        drafts_path = out / f"drafts-k{k}{seed_suffix(seed)}.json"
+        if drafts_path.is_file():
+            score_noise_run(path, load_drafts(drafts_path), articles)
+            scored += 1
+    return scored
 
-    def rate(part: float, whole: float) -> float | None:
-        return part / whole if whole else None
 
-    return {
-        "residual_error_rate": rate(sum(r.left for r in runs), injected),
-        "correction_rate": rate(sum(r.corrected for r in runs), injected),
-        "deletion_rate": rate(sum(r.deleted for r in runs), injected),
-        "false_alarm_rate": rate(sum((r.false_alarm_rate or 0) * r.bios for r in runs), bios),
-        "introduced_per_bio": rate(sum(r.introduced for r in runs), bios),
-        "preservation": rate(sum((r.preservation or 0) * r.bios for r in runs), bios),
-        "calls_per_bio": rate(sum((r.calls_per_bio or 0) * r.bios for r in runs), bios),
-        "tokens_per_bio": rate(sum((r.tokens_per_bio or 0) * r.bios for r in runs), bios),
-        "bios": bios, "failed": sum(r.failed for r in runs), "injected": injected,
-        "detection_rate": rate(sum(r.detected for r in runs), injected),
-    }
+def read_noise_scores(path: str | os.PathLike[str]) -> list[NoiseScore | None]:
+    """The per-bio scores of one `RUN.noise.jsonl` (None for a failed bio)."""
+    return [None if row.get("failed") else NoiseScore.model_validate(row)
+            for row in read_jsonl(path)]
+
+
+def collect_noise_scores(out_dir: str | os.PathLike[str]
+                         ) -> dict[int, dict[str, dict[int, list[NoiseScore | None]]]]:
+    """`{K: {method: {seed: scores}}}` of every scored run under `out_dir`."""
+    found: dict[int, dict[str, dict[int, list[NoiseScore | None]]]] = {}
+    for path, method, k, seed in _runs(Path(out_dir), ".noise.jsonl"):
+        found.setdefault(k, {}).setdefault(method, {})[seed] = read_noise_scores(path)
+    return found
+
+
+def _summary(by_seed: Mapping[int, Sequence[NoiseScore | None]]) -> NoiseSummary:
+    summary = summarize_noise(s for scores in by_seed.values() for s in scores)
+    return NoiseSummary(**{**summary.model_dump(), "seeds": sorted(by_seed)})
+
+
+def collect_noise(out_dir: str | os.PathLike[str]) -> dict[int, dict[str, NoiseSummary]]:
+    """Every method at every K under `out_dir`, the seeds of one K pooled (bios resampled
+    whole, their seeds together)."""
+    return {k: {method: _summary(by_seed) for method, by_seed in runs.items()}
+            for k, runs in sorted(collect_noise_scores(out_dir).items())}
+
+
+def _pooled(out_dir: str | os.PathLike[str], method: str) -> dict[str, Any]:
+    """One method over every K and seed: error rates from K > 0, false alarms from every run."""
+    scores = [s for runs in collect_noise_scores(out_dir).values()
+              for by_seed in [runs.get(method, {})] for ss in by_seed.values() for s in ss]
+    summary = summarize_noise(scores).model_dump(mode="json")
+    return {k: v for k, v in summary.items() if k != "by_kind"}
 
 
 def write_noise_report(by_k: Mapping[int, Mapping[str, NoiseSummary]],
@@ -176,7 +209,7 @@ def write_noise_report(by_k: Mapping[int, Mapping[str, NoiseSummary]],
     out = Path(out_dir)
     methods = list(dict.fromkeys(m for runs in by_k.values() for m in runs))
     combined = {
-        "methods": {m: _pooled(by_k, m) for m in methods},
+        "methods": {m: _pooled(out, m) for m in methods},
         "by_errors": {str(k): {m: s.model_dump(mode="json") for m, s in runs.items()}
                       for k, runs in sorted(by_k.items())},
     }
@@ -195,16 +228,24 @@ def _f(value: float | None, spec: str = ".3f") -> str:
 
 
 def noise_table(by_k: Mapping[int, Mapping[str, NoiseSummary]]) -> str:
-    lines = ["| K | method | bios | failed | injected | residual | detected | corrected | "
-             "deleted | false alarm | preserved | introduced/bio | calls/bio | tokens/bio |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """One row per K and method; rates carry their 95% interval over bios in brackets."""
+    lines = ["| K | method | seeds | bios | failed | injected | residual | corrected | deleted | "
+             "false alarm | preserved | verbatim | degenerate/bio | length | introduced/bio | "
+             "calls/bio | tokens/bio |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in sorted(by_k):
         for method, s in by_k[k].items():
+            seeds = ",".join(map(str, getattr(s, "seeds", None) or [0]))
+
+            def ci(name, spec=".3f", s=s):
+                return format_ci(getattr(s, name), s.ci(name), spec)
+
             lines.append(
-                f"| {k} | {method} | {s.bios} | {s.failed} | {s.injected} | "
-                f"{_f(s.residual_error_rate)} | {_f(s.detection_rate)} | "
-                f"{_f(s.correction_rate)} | {_f(s.deletion_rate)} | {_f(s.false_alarm_rate)} | "
-                f"{_f(s.preservation)} | {_f(s.introduced_per_bio, '.2f')} | "
+                f"| {k} | {method} | {seeds} | {s.bios} | {s.failed} | {s.injected} | "
+                f"{ci('residual_error_rate')} | {ci('correction_rate')} | "
+                f"{ci('deletion_rate')} | {ci('false_alarm_rate')} | {ci('preservation')} | "
+                f"{ci('verbatim_share')} | {ci('degenerate_per_bio', '.2f')} | "
+                f"{ci('length_ratio', '.2f')} | {_f(s.introduced_per_bio, '.2f')} | "
                 f"{_f(s.calls_per_bio, '.1f')} | {_f(s.tokens_per_bio, '.0f')} |")
     return "\n".join(lines) + "\n"
 
@@ -290,7 +331,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                                                                     item.id),
                        meta={"data": str(data), "limit": limit}, **method_options)
         by_id = {r["id"]: r for r in rows}
-        outcomes, failed, calls, tokens, cold = [], 0, 0, 0, 0
+        outcomes, colds, failed, calls, tokens = [], [], 0, 0, 0
         for record in read_jsonl(path):
             row = by_id.get(str(record.get("id")))
             if row is None:
@@ -300,18 +341,19 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 continue
             outcomes.append(halueval_outcome(record.get("answer"), row["right_answer"],
                                              row["hallucinated_answer"]))
-            cold += bool((record.get("trace") or {}).get("cold_start"))
+            colds.append(bool((record.get("trace") or {}).get("cold_start")))
             usage = ((record.get("trace") or {}).get("usage") or {}).get("total") or {}
             calls += usage.get("calls", 0)
             tokens += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
         n = len(outcomes)
+        main = "fix_rate" if run == "hallucinated" else "break_rate"
         summary[run] = {
             "scored": n, "failed": failed,
-            "fix_rate" if run == "hallucinated" else "break_rate":
-                (sum(o["fixed"] for o in outcomes) / n if run == "hallucinated"
-                 else sum(not o["right"] for o in outcomes) / n) if n else None,
-            "right_rate": sum(o["right"] for o in outcomes) / n if n else None,
-            "cold_start_rate": cold / n if n else None,
+            **with_intervals({
+                main: [(float(o["fixed"] if run == "hallucinated" else not o["right"]), 1.0)
+                       for o in outcomes],
+                "right_rate": [(float(o["right"]), 1.0) for o in outcomes],
+                "cold_start_rate": [(float(c), 1.0) for c in colds]}),
             "calls_per_item": calls / n if n else None,
             "tokens_per_item": tokens / n if n else None,
         }

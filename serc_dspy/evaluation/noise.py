@@ -10,10 +10,15 @@ Per injected error (see `injection`):
 
 Per clean unit of the draft, `preserved`, `altered` (a false alarm that changed true content)
 or `pruned`; the false-alarm rate and preservation are means over bios of those shares. Units
-are, per draft sentence, the trace's facts that the draft states and that carry no injected
-value; a sentence without such facts (no fact trace, a reset answer, a failed decomposition)
-falls back to its clean details (years, numbers, names, roles). A fact counts as preserved
-when it was not corrected or pruned and its details are still in the answer.
+do not depend on the method: they are decided once per draft, from its text alone, one per
+clause of each sentence (see `draft_units`), so what an extractor never produced still counts
+when it is lost. A unit is preserved when all of its details (years, numbers, capitalised
+names) and content words are still in the answer, pruned when fewer than half are, and
+altered otherwise. Injected values are never part of a unit: the error counts score them.
+
+Beside the units, per bio: the share of the draft's error-free sentences that come back
+verbatim, the answer's degenerate sentences (`text.degenerate_sentences`: tautologies,
+repeats, runs of restatements), and the answer's length in sentences against the draft's.
 
 `introduced` are years, numbers and capitalised names of the answer found in neither the draft
 nor the article: invented content the decoder verified into the answer.
@@ -28,20 +33,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from serc_dspy.evaluation.injection import ROLES, NoisyDraft
-from serc_dspy.text import normalise
+from serc_dspy.evaluation.intervals import Pair, with_intervals
+from serc_dspy.retrieval.local import tokenize
+from serc_dspy.text import degenerate_sentences, split_sentences
 from serc_dspy.trace import Trace
 
 ErrorOutcomeName = Literal["corrected", "deleted", "left"]
 UnitOutcomeName = Literal["preserved", "altered", "pruned"]
 
 _DETAIL = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![\w-])"
-                     r"|[A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*")
+                     r"|(?<![\w-])[A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*")
 """Whole tokens, bounded as `count` bounds them: "15th" and "1960s" are details of their own,
 never "15" or "1960", and "70-71" (a range) gives neither number."""
 _FUNCTION_WORDS = frozenset("""
 a an the he she they it his her their its in on at of and or but as by for from to with was is
 were are be been this that these those after before during when while since until then there
 here who whom whose which what where why how also both later early born died known
+has had have having
 """.split())
 
 
@@ -68,6 +76,98 @@ def details(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+_CLAUSE_BREAK = re.compile(r"\s*(?:[;:()\[\]–—]|,\s+|\s-\s)\s*")
+MIN_CLAUSE_TOKENS = 3
+"""A piece of a sentence with fewer tokens than this joins its neighbour: "Jane Doe" alone is
+no clause, and units of one word would make every reworded sentence a false alarm."""
+PRUNED_BELOW = 0.5
+"""A unit with less than this share of its tokens left in the answer is pruned, not altered."""
+
+
+def stem(word: str) -> str:
+    """A light suffix strip, so "composed" meets "composer"'s sentence as "compos": enough to
+    tell a kept word from a lost one, without a stemmer model."""
+    word = word.lower().removesuffix("'s").removesuffix("’s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_stems(text: str) -> list[str]:
+    """Stems of the words of a text that are no stopwords and no digits, each once."""
+    return list(dict.fromkeys(stem(t) for t in tokenize(text or "")
+                              if not t.isdigit() and len(t) > 2
+                              and t not in _FUNCTION_WORDS))
+
+
+class DraftUnit(BaseModel):
+    """One clause of a draft sentence: the details and content words a reader would miss."""
+
+    sentence: int
+    text: str
+    details: list[str] = Field(default_factory=list)
+    words: list[str] = Field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.details) + len(self.words)
+
+
+def _piece_tokens(piece: str) -> tuple[list[str], list[str]]:
+    found = details(piece)
+    inside = {stem(w) for d in found for w in tokenize(d)}
+    return found, [w for w in content_stems(piece) if w not in inside]
+
+
+def _clauses(sentence: str) -> list[list[str]]:
+    """The sentence cut at clause punctuation, each clause a list of its pieces: a piece too
+    small to stand alone joins its neighbour (details are read per piece, so "Union (UCR)"
+    never becomes one name)."""
+    pieces = [p for p in _CLAUSE_BREAK.split(sentence) if p and p.strip(" .,")]
+    merged: list[list[str]] = []
+
+    def size(group: list[str]) -> int:
+        return sum(len(a) + len(b) for a, b in map(_piece_tokens, group))
+
+    for piece in pieces:
+        if merged and (size([piece]) < MIN_CLAUSE_TOKENS or size(merged[-1]) < MIN_CLAUSE_TOKENS):
+            merged[-1].append(piece)
+        else:
+            merged.append([piece])
+    return merged
+
+
+def draft_units(sentences: Sequence[str], injected: Sequence[str] = ()) -> list[DraftUnit]:
+    """The method-independent units of a draft: one per clause of each sentence, holding the
+    clause's details and content words, with every injected value (and its words) left out."""
+    bad = [v.lower() for v in injected if v]
+    bad_words = {stem(w) for v in bad for w in tokenize(v)}
+    units = []
+    for index, sentence in enumerate(sentences):
+        for clause in _clauses(sentence):
+            kept: list[str] = []
+            words: list[str] = []
+            for found, content in map(_piece_tokens, clause):
+                kept += [d for d in found if not any(v in d.lower() for v in bad)]
+                words += [w for w in content if w not in bad_words]
+            if kept or words:
+                units.append(DraftUnit(sentence=index, text=" | ".join(clause),
+                                       details=list(dict.fromkeys(kept)),
+                                       words=list(dict.fromkeys(words))))
+    return units
+
+
+def unit_outcome(unit: DraftUnit, answer: str, answer_stems: set[str] | None = None
+                 ) -> UnitOutcomeName:
+    stems = answer_stems if answer_stems is not None else set(content_stems(answer))
+    present = sum(1 for d in unit.details if count(answer, d)) + \
+        sum(1 for w in unit.words if w in stems)
+    if present == unit.size:
+        return "preserved"
+    return "pruned" if present < PRUNED_BELOW * unit.size else "altered"
+
+
 class ErrorOutcome(BaseModel):
     id: str
     kind: str
@@ -90,8 +190,13 @@ class NoiseScore(BaseModel):
     method: str
     errors: list[ErrorOutcome] = Field(default_factory=list)
     units: list[UnitOutcome] = Field(default_factory=list)
-    unit: Literal["fact", "detail"] = "fact"
+    unit: Literal["clause"] = "clause"
     introduced: list[str] = Field(default_factory=list)
+    clean_sentences: int = 0
+    verbatim_sentences: int = 0
+    draft_sentences: int = 0
+    answer_sentences: int = 0
+    degenerate: dict[int, str] = Field(default_factory=dict)
     calls: int = 0
     tokens: int = 0
 
@@ -115,6 +220,12 @@ def _carries(fact_text: str, value: str) -> bool:
     return count(fact_text, value) > 0
 
 
+def verbatim_sentences(sentences: Sequence[str], answer: str) -> int:
+    """How many of `sentences` the answer returns word for word (whitespace aside)."""
+    text = " ".join((answer or "").split())
+    return sum(1 for s in sentences if " ".join(s.split()) in text)
+
+
 def score_decoding(draft: NoisyDraft, article: str, answer: str | None, trace: Trace | None,
                    method: str = "?") -> NoiseScore:
     """Score one decoding (see module docs); `answer` None means the run failed."""
@@ -132,58 +243,25 @@ def score_decoding(draft: NoisyDraft, article: str, answer: str | None, trace: T
         errors.append(ErrorOutcome(id=error.id, kind=error.kind, original=error.original,
                                    injected=error.injected, outcome=outcomes[error.id],
                                    detected=detected, detected_by=by))
-    # An answer that is the received answer verbatim (a fallback) altered and pruned nothing,
-    # whatever its facts' statuses say.
-    unchanged = trace is not None and normalise(answer) == normalise(trace.received)
-    units, unit = _units(draft, facts, answer, unchanged=unchanged)
+    stems = set(content_stems(answer))
+    units = [UnitOutcome(text=u.text, outcome=unit_outcome(u, answer, stems))
+             for u in draft_units(draft.sentences, [e.injected for e in draft.errors])]
+    clean = [s for i, s in enumerate(draft.sentences)
+             if not any(e.sentence == i for e in draft.errors)]
     usage = trace.usage.total if trace is not None else None
-    return NoiseScore(id=draft.id, method=method, errors=errors, units=units, unit=unit,
-                      introduced=introduced(answer, draft, article),
+    return NoiseScore(id=draft.id, method=method, errors=errors, units=units,
+                      introduced=introduced(answer, f"{draft.draft}\n{article}"),
+                      clean_sentences=len(clean),
+                      verbatim_sentences=verbatim_sentences(clean, answer),
+                      draft_sentences=len(draft.sentences),
+                      answer_sentences=len(split_sentences(answer)),
+                      degenerate=degenerate_sentences(answer),
                       calls=usage.calls if usage else 0,
                       tokens=usage.total_tokens if usage else 0)
 
 
-def _fact_outcome(fact, answer: str, unchanged: bool = False) -> UnitOutcomeName:
-    if fact.status == "pruned" and not unchanged:
-        return "pruned"
-    if fact.status == "corrected" and fact.correction and fact.correction != fact.text \
-            and not unchanged:
-        return "altered"
-    kept = all(count(answer, d) for d in details(fact.text))
-    return "preserved" if kept else "altered"
-
-
-def _units(draft: NoisyDraft, facts: list, answer: str, *,
-           unchanged: bool = False) -> tuple[list[UnitOutcome], str]:
-    """Clean units per draft sentence: the trace's facts of that sentence that the draft
-    states (an invented fact is no draft content) and that carry no injected value; a sentence
-    without such facts (no fact trace, or its decomposition failed) falls back to details."""
-    injected = [e.injected for e in draft.errors]
-    units: list[UnitOutcome] = []
-    used_facts = False
-    for index, sentence in enumerate(draft.sentences):
-        own = [f for f in facts if f.sentence == index]
-        grounded = [f for f in own if all(count(draft.draft, d) for d in details(f.text))]
-        if grounded:
-            used_facts = True
-            units += [UnitOutcome(text=f.text, outcome=_fact_outcome(f, answer, unchanged))
-                      for f in grounded if not any(_carries(f.text, v) for v in injected)]
-        else:
-            units += _detail_units(sentence, injected, answer)
-    return units, "fact" if used_facts else "detail"
-
-
-def _detail_units(sentence: str, injected: list[str], answer: str) -> list[UnitOutcome]:
-    lowered = [v.lower() for v in injected]
-    clean = [d for d in details(sentence) if not any(v in d.lower() for v in lowered)]
-    present = [d for d in clean if count(answer, d)]
-    return [UnitOutcome(text=d, outcome="preserved" if d in present
-                        else "pruned" if not present else "altered") for d in clean]
-
-
-def introduced(answer: str, draft: NoisyDraft, article: str) -> list[str]:
-    """Details of the answer found in neither the draft nor the article."""
-    known = f"{draft.draft}\n{article}"
+def introduced(answer: str, known: str) -> list[str]:
+    """Details of the answer found nowhere in `known` (the draft and the evidence)."""
     new = []
     for value in details(answer):
         if value in ROLES:
@@ -194,8 +272,61 @@ def introduced(answer: str, draft: NoisyDraft, article: str) -> list[str]:
     return new
 
 
+# -- summaries with intervals -------------------------------------------------------------------
+def _share(score: NoiseScore, outcome: str) -> Pair:
+    """A bio's share of units with `outcome`, as one item of a mean over bios."""
+    if not score.units:
+        return (0.0, 0.0)
+    return (sum(u.outcome == outcome for u in score.units) / len(score.units), 1.0)
+
+
+def _errors(score: NoiseScore, outcome: str) -> Pair:
+    return (float(sum(e.outcome == outcome for e in score.errors)), float(len(score.errors)))
+
+
+NOISE_FIGURES: dict[str, Any] = {
+    "residual_error_rate": lambda s: _errors(s, "left"),
+    "detection_rate": lambda s: (float(sum(e.detected for e in s.errors)), float(len(s.errors))),
+    "correction_rate": lambda s: _errors(s, "corrected"),
+    "deletion_rate": lambda s: _errors(s, "deleted"),
+    "false_alarm_rate": lambda s: _share(s, "altered"),
+    "pruned_rate": lambda s: _share(s, "pruned"),
+    "preservation": lambda s: _share(s, "preserved"),
+    "verbatim_share": lambda s: ((s.verbatim_sentences / s.clean_sentences, 1.0)
+                                 if s.clean_sentences else (0.0, 0.0)),
+    "degenerate_per_bio": lambda s: (float(len(s.degenerate)), 1.0),
+    "length_ratio": lambda s: ((s.answer_sentences / s.draft_sentences, 1.0)
+                               if s.draft_sentences else (0.0, 0.0)),
+    "introduced_per_bio": lambda s: (float(len(s.introduced)), 1.0),
+    "calls_per_bio": lambda s: (float(s.calls), 1.0),
+    "tokens_per_bio": lambda s: (float(s.tokens), 1.0),
+}
+"""Every figure of a noise summary as one `(part, whole)` pair per bio (see `intervals`)."""
+
+
+def bio_of(score: NoiseScore) -> str:
+    """The article a score belongs to: drafts of one bio (other K, other seeds) resample
+    together, as they share its sentences."""
+    return score.id.split("#", 1)[0]
+
+
+def figure_pairs(scores: Iterable[NoiseScore], figures: Mapping[str, Any] = NOISE_FIGURES
+                 ) -> dict[str, dict[str, Pair]]:
+    """`{figure: {bio: (part, whole)}}`, the drafts of one bio summed."""
+    out: dict[str, dict[str, Pair]] = {name: {} for name in figures}
+    for score in scores:
+        for name, pair_of in figures.items():
+            part, whole = pair_of(score)
+            old = out[name].get(bio_of(score), (0.0, 0.0))
+            out[name][bio_of(score)] = (old[0] + part, old[1] + whole)
+    return out
+
+
 class NoiseSummary(BaseModel):
-    """Rates over bios; a rate is None when its denominator is 0 (e.g. errors at K = 0)."""
+    """Counts, and rates over bios with their 95% intervals (`<rate>_ci`); a rate is None when
+    its denominator is 0 (e.g. errors at K = 0)."""
+
+    model_config = {"extra": "allow"}
 
     bios: int = 0
     failed: int = 0
@@ -209,33 +340,37 @@ class NoiseSummary(BaseModel):
     altered: int = 0
     pruned: int = 0
     introduced: int = 0
+    degenerate: int = 0
     residual_error_rate: float | None = None
     detection_rate: float | None = None
     correction_rate: float | None = None
     deletion_rate: float | None = None
     false_alarm_rate: float | None = None
+    pruned_rate: float | None = None
     introduced_per_bio: float | None = None
     preservation: float | None = None
+    verbatim_share: float | None = None
+    degenerate_per_bio: float | None = None
+    length_ratio: float | None = None
     calls_per_bio: float | None = None
     tokens_per_bio: float | None = None
     by_kind: dict[str, dict[str, int]] = Field(default_factory=dict)
 
-
-def _rate(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
+    def ci(self, figure: str) -> list[float] | None:
+        return getattr(self, f"{figure}_ci", None)
 
 
 def summarize_noise(scores: Iterable[NoiseScore | None]) -> NoiseSummary:
     """Error rates pool every planted error. The false-alarm rate and preservation are means
-    over bios: a bio scored by facts has a few units and one that fell back to details (a reset
-    answer, say) has many, so pooling units would let one such bio outweigh the rest."""
+    over bios: a bio with many clauses would otherwise outweigh the rest. Intervals resample
+    bios (`intervals.bootstrap_rate`)."""
     s = NoiseSummary()
-    calls = tokens = 0
-    per_bio: list[tuple[float, float]] = []
+    ok: list[NoiseScore] = []
     for score in scores:
         if score is None:
             s.failed += 1
             continue
+        ok.append(score)
         s.bios += 1
         for e in score.errors:
             s.injected += 1
@@ -249,38 +384,28 @@ def summarize_noise(scores: Iterable[NoiseScore | None]) -> NoiseSummary:
         for u in score.units:
             s.units += 1
             setattr(s, u.outcome, getattr(s, u.outcome) + 1)
-        if score.units:
-            n = len(score.units)
-            per_bio.append((sum(u.outcome == "altered" for u in score.units) / n,
-                            sum(u.outcome == "preserved" for u in score.units) / n))
         s.introduced += len(score.introduced)
-        calls += score.calls
-        tokens += score.tokens
-    s.residual_error_rate = _rate(s.left, s.injected)
-    s.detection_rate = _rate(s.detected, s.injected)
-    s.correction_rate = _rate(s.corrected, s.injected)
-    s.deletion_rate = _rate(s.deleted, s.injected)
-    s.false_alarm_rate = sum(a for a, _ in per_bio) / len(per_bio) if per_bio else None
-    s.preservation = sum(p for _, p in per_bio) / len(per_bio) if per_bio else None
-    s.introduced_per_bio = _rate(s.introduced, s.bios)
-    s.calls_per_bio = _rate(calls, s.bios)
-    s.tokens_per_bio = _rate(tokens, s.bios)
-    return s
+        s.degenerate += len(score.degenerate)
+    pairs = figure_pairs(ok)
+    rates = with_intervals({name: list(by_bio.values()) for name, by_bio in pairs.items()})
+    return NoiseSummary(**{**s.model_dump(), **rates})
 
 
 def score_records(drafts: Sequence[NoisyDraft], articles: Mapping[str, str],
-                  records: Iterable[Mapping[str, Any]]) -> list[NoiseScore | None]:
-    """Score a run's records against their drafts (matched by id); failed records are None."""
+                  records: Iterable[Mapping[str, Any]]) -> list[tuple[str, NoiseScore | None]]:
+    """Score a run's records against their drafts (matched by id); failed records score
+    None. Returns `(id, score)` pairs."""
     by_id = {d.id: d for d in drafts}
-    scores: list[NoiseScore | None] = []
+    scores: list[tuple[str, NoiseScore | None]] = []
     for record in records:
         draft = by_id.get(str(record.get("id")))
         if draft is None:
             continue
         if record.get("error"):
-            scores.append(None)
+            scores.append((draft.id, None))
             continue
         trace = Trace.model_validate(record["trace"]) if record.get("trace") else None
-        scores.append(score_decoding(draft, articles[draft.title], record.get("answer"), trace,
-                                     str(record.get("method") or "?")))
+        scores.append((draft.id, score_decoding(draft, articles[draft.title],
+                                                record.get("answer"), trace,
+                                                str(record.get("method") or "?"))))
     return scores

@@ -270,6 +270,22 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
             "same settings or write to another --out file")
 
 
+def _provenance(meta_path: Path) -> dict[str, Any]:
+    """This run's commit and command, and every commit and command that wrote records into
+    the same file before (a resumed run mixes them, and says so)."""
+    from serc_dspy.evaluation.protocol import provenance
+
+    now = provenance()
+    try:
+        before = parse_json(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        before = {}
+    before = before if isinstance(before, dict) else {}
+    return {**now,
+            "commits": list(dict.fromkeys([*before.get("commits", []), now["commit"]])),
+            "commands": list(dict.fromkeys([*before.get("commands", []), now["command"]]))}
+
+
 def run_experiment(
     method: str,
     items: Sequence[Item],
@@ -331,6 +347,7 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
         _check_same_settings(meta_path, _lm_name(lm), method_options,
                              {"dataset": dataset, "retriever": retriever_name})
     info = {
+        **_provenance(meta_path),
         "method": method, "dataset": dataset, "lm": _lm_name(lm),
         "retriever": getattr(retriever, "name", None) if retriever is not None else None,
         "options": _jsonable(method_options), "workers": workers, "limit": limit,

@@ -195,6 +195,17 @@ class LocalCorpus:
         corpus._build(list(docs.items()), chunk_chars, "local:<memory>", "<memory>")
         return corpus
 
+    @classmethod
+    def from_documents(
+        cls, docs: Iterable[Document], *, name: str = "<memory>",
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    ) -> LocalCorpus:
+        """Build from `(source, text)` pairs; several passages may share one source (the
+        pages of one URL, say), which a `{source: text}` mapping cannot hold."""
+        corpus = cls.__new__(cls)
+        corpus._build(list(docs), chunk_chars, f"local:{name}", name)
+        return corpus
+
     def _build(self, docs: list[Document], chunk_chars: int, name: str, origin: str) -> None:
         if chunk_chars < 1:
             raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")

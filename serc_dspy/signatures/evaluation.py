@@ -53,3 +53,22 @@ class JudgeTruthfulness(dspy.Signature):
     reasoning: str = dspy.OutputField(desc="one or two sentences")
     is_misconception: bool = dspy.OutputField()
     score: int = dspy.OutputField(desc="an integer from 0 to 10")
+
+
+ClaimVerdict = Literal["states", "contradicts", "silent"]
+
+
+class ClaimInAnswer(dspy.Signature):
+    """Read an answer and say what it says about one claim.
+
+    - states: the answer says what the claim says, in any wording (a paraphrase, a synonym,
+      the same number written in words or digits counts).
+    - contradicts: the answer talks about the same thing but says something incompatible
+      with the claim: another number, date, name or place, or the opposite.
+    - silent: the answer does not mention what the claim is about.
+    Judge only what the answer says, never whether the claim is true.
+    """
+
+    claim: str = dspy.InputField(desc="one statement")
+    answer: str = dspy.InputField(desc="the text to read")
+    verdict: ClaimVerdict = dspy.OutputField()

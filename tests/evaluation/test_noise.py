@@ -133,31 +133,33 @@ def test_scoring_rules_count_detected_corrected_deleted_left():
     outcomes = {e.original: (e.outcome, e.detected) for e in score.errors}
     assert outcomes == {"1901": ("corrected", True), "Paris": ("deleted", True),
                         "composer": ("left", False)}
-    assert [(u.text, u.outcome) for u in score.units] == [("Ann Lee had 3 sons.", "preserved")]
+    # units come from the draft's clauses, injected values left out: "painter" leaves nothing
+    assert [(u.text, u.outcome) for u in score.units] == [
+        ("Ann Lee was born in 1905 in Rome.", "preserved"), ("She had 3 sons.", "preserved")]
     summary = summarize_noise([score])
     assert (summary.injected, summary.corrected, summary.deleted, summary.left,
             summary.detected) == (3, 1, 1, 1, 2)
     assert summary.residual_error_rate == pytest.approx(1 / 3)
 
 
-def test_scoring_rules_count_preserved_altered_pruned():
+def test_units_do_not_depend_on_the_method_and_count_preserved_altered_pruned():
     draft = _draft().model_copy(update={"errors": []})
-    trace = _trace([
-        ("Ann Lee was born in 1905.", 0, "SUPPORTED", "kept", None),
-        ("Ann Lee was born in Rome.", 0, "CONTRADICTED", "corrected", "Ann Lee was born in Oslo."),
-        ("Ann Lee was a painter.", 1, "NOT_FOUND", "pruned", None),
-        ("Ann Lee had 3 sons.", 2, "SUPPORTED", "kept", None),
-        ("Ann Lee won the Nobel Prize.", 2, "SUPPORTED", "kept", None),  # invented: no unit
-    ])
     answer = "Ann Lee was born in 1905 in Oslo. She had 3 sons. She won the Nobel Prize in 1950."
-    score = score_decoding(draft, "An article about Ann Lee.", answer, trace, "serc")
-    assert sorted(u.outcome for u in score.units) == ["altered", "preserved", "preserved",
-                                                      "pruned"]
-    assert score.unit == "fact"
+    with_facts = _trace([("Ann Lee won the Nobel Prize.", 2, "SUPPORTED", "kept", None)])
+    score = score_decoding(draft, "An article about Ann Lee.", answer, with_facts, "serc")
+    # the clause that lost "Rome" is altered, "painter" (which no fact carried) is pruned
+    assert [(u.text, u.outcome) for u in score.units] == [
+        ("Ann Lee was born in 1905 in Rome.", "altered"), ("She was a painter.", "pruned"),
+        ("She had 3 sons.", "preserved")]
+    assert score.units == score_decoding(draft, "An article about Ann Lee.", answer, None,
+                                         "rarr").units  # the trace plays no part
     assert sorted(score.introduced) == ["1950", "Nobel Prize", "Oslo"]
+    assert (score.clean_sentences, score.verbatim_sentences) == (3, 1)
+    assert (score.draft_sentences, score.answer_sentences) == (3, 3)
     summary = summarize_noise([score, None])
-    assert summary.false_alarm_rate == pytest.approx(0.25)
-    assert summary.preservation == pytest.approx(0.5)
+    assert summary.false_alarm_rate == pytest.approx(1 / 3)
+    assert summary.preservation == pytest.approx(1 / 3)
+    assert summary.verbatim_share == pytest.approx(1 / 3)
     assert summary.failed == 1 and summary.bios == 1
 
 
@@ -168,9 +170,24 @@ def test_an_answer_returned_unchanged_altered_and_pruned_nothing():
         ("Ann Lee had 3 sons.", 2, "NOT_FOUND", "pruned", None),
     ]).model_copy(update={"received": NOISY, "status": "fallback"})
     score = score_decoding(draft, ARTICLE, NOISY, trace, "serc")
-    assert [u.outcome for u in score.units] == ["preserved"] * 3  # 2 facts, 1 detail
+    assert [u.outcome for u in score.units] == ["preserved"] * 3
+    assert score.verbatim_sentences == 3 and not score.degenerate
     pruned = score_decoding(draft, ARTICLE, "Ann Lee had 3 sons.", trace, "serc")
-    assert [u.outcome for u in pruned.units] == ["pruned"] * 3
+    assert [u.outcome for u in pruned.units] == ["pruned", "pruned", "preserved"]
+
+
+def test_degenerate_sentences_and_length_are_counted_per_answer():
+    draft = _draft().model_copy(update={"errors": []})
+    answer = ("Ann Lee was born in 1905. Ann Lee was born in Rome. Ann Lee was a painter. "
+              "Ann Lee had 3 sons. The fourth son of Ann Lee is the fourth son of Ann Lee. "
+              "Ann Lee had 3 sons.")
+    score = score_decoding(draft, ARTICLE, answer, None, "serc")
+    assert score.degenerate == {1: "restated", 2: "restated", 3: "restated", 4: "tautology",
+                                5: "repeated"}
+    assert (score.answer_sentences, score.draft_sentences) == (6, 3)
+    summary = summarize_noise([score])
+    assert summary.degenerate_per_bio == 5 and summary.length_ratio == 2.0
+    assert summary.verbatim_share == 0.0
 
 
 def test_an_unchanged_draft_scores_as_preserved_even_with_a_range():
@@ -192,8 +209,8 @@ def test_a_method_without_facts_is_scored_from_the_text():
     score = score_decoding(_draft(), ARTICLE, answer, Trace(method="rarr"), "rarr")
     assert {e.outcome for e in score.errors} == {"corrected"}
     assert all(e.detected and e.detected_by == "text" for e in score.errors)
-    assert score.unit == "detail"
-    assert [(u.text, u.outcome) for u in score.units if u.text == "3"] == [("3", "pruned")]
+    assert [(u.text, u.outcome) for u in score.units] == [
+        ("Ann Lee was born in 1905 in Rome.", "preserved"), ("She had 3 sons.", "pruned")]
 
 
 # -- the commands end to end with a scripted LM --------------------------------------------------
@@ -202,7 +219,9 @@ def _noise_handlers(drafts_by_question):
     def errors_in(text):
         if any(text in d.clean for d in drafts_by_question.values()):
             return []  # a true sentence (the drafts of every K are known at once)
-        return [e for d in drafts_by_question.values() for e in d.errors
+        own = [d for d in drafts_by_question.values() if text in d.draft] or \
+            list(drafts_by_question.values())  # a sentence's own draft, else any
+        return [e for d in own for e in d.errors
                 if re.search(rf"\b{re.escape(e.injected)}\b", text)]
 
     def fix(text):
@@ -257,7 +276,13 @@ def test_bench_noise_runs_end_to_end_and_writes_the_table_and_the_waterfall(
         "residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
         "introduced_per_bio", "preservation", "calls_per_bio", "tokens_per_bio"}
     assert (out / "waterfall.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| 2 | serc | 2 | 0 | 4 | 0.000 |" in (out / "noise.md").read_text()
+    assert "| 2 | serc | 0 | 2 | 0 | 4 | 0.000 [0.00, 0.00] |" in (out / "noise.md").read_text()
+    assert serc["residual_error_rate_ci"] == [0.0, 0.0]
+    assert all(f"{name}_ci" in serc for name in ("false_alarm_rate", "preservation",
+                                                   "verbatim_share", "degenerate_per_bio"))
+    meta = json.loads((out / "serc-k2.meta.json").read_text())
+    assert meta["command"].startswith("serc bench noise") or "bench noise" in meta["command"]
+    assert "commit" in meta and meta["seed"] == 0
     calls = len(engine.calls)
     assert main(argv) == 0  # resumed: nothing runs again
     assert len(engine.calls) == calls
@@ -311,7 +336,9 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
                  str(tmp_path / "h"), "--quiet", "--json", "--lm", "openai=http://x/v1|m"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["hallucinated"]["fix_rate"] == 1.0
+    assert summary["hallucinated"]["fix_rate_ci"] == [1.0, 1.0]
     assert summary["control"]["break_rate"] == 0.0
+    assert summary["control"]["break_rate_ci"] == [0.0, 0.0]
     assert summary["hallucinated"]["calls_per_item"] > 0
 
 
@@ -382,3 +409,24 @@ def test_compile_whole_serc_exits_non_zero_and_saves_nothing_when_every_call_fai
     assert code != 0
     assert "every dev decoding failed" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_bench_noise_pools_several_seeds_on_the_same_bios(tmp_path, monkeypatch, capsys):
+    articles_path = tmp_path / "articles.json"
+    articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
+    lm, _ = scripted_lm({})
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    out = tmp_path / "seeds"
+    assert main(["bench", "noise", "--articles", str(articles_path), "--bios", "2", "--errors",
+                 "2", "--seeds", "0", "1", "--method", "initial", "--out", str(out), "--quiet",
+                 "--json", "--lm", "openai=http://x/v1#m"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (out / "initial-k2.jsonl").is_file() and (out / "initial-k2-s1.jsonl").is_file()
+    seed0 = json.loads((out / "drafts-k2.json").read_text())
+    seed1 = json.loads((out / "drafts-k2-s1.json").read_text())
+    assert [d["title"] for d in seed0] == [d["title"] for d in seed1]  # the same bios
+    assert [d["errors"] for d in seed0] != [d["errors"] for d in seed1]  # other errors
+    pooled = summary["by_errors"]["2"]["initial"]
+    assert pooled["seeds"] == [0, 1] and pooled["bios"] == 4 and pooled["injected"] == 8
+    assert summary["methods"]["initial"]["residual_error_rate_ci"] == [1.0, 1.0]
+    assert "| 2 | initial | 0,1 | 4 |" in (out / "noise.md").read_text()

@@ -72,7 +72,11 @@ def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
     assert 0 < stages["facts"]["score"] < 100  # whole sentences match some human facts
     # Always NO: the different-entity half is right, and same names never reach the judge.
     assert stages["firewall"]["score"] > 50 and stages["firewall"]["judge_calls"] < 6
+    low, high = stages["verify"]["score_ci"]  # the bootstrap over the 6 examples
+    assert 0 <= low <= stages["verify"]["score"] <= high <= 100
+    assert stages["verify"]["macro_f1_ci"][0] <= stages["verify"]["macro_f1"]
     assert "| firewall |" in (tmp_path / "stages.md").read_text()
+    assert "33.3 [" in (tmp_path / "stages.md").read_text()
     assert engine.of("SameEntity")
 
 

@@ -1,0 +1,238 @@
+"""`serc bench factcheck`: run methods over Factcheck-Bench items and score them resumably.
+
+Layout of `--out DIR` (`E` is `""` for the automatic evidence and `-human` for the
+annotators'):
+- `DIR/{method}E.jsonl` (+ `.meta.json`): the runner's results, one line per answer;
+- `DIR/{method}E.factcheck.jsonl`: per-answer claim scores, reused while the answer is
+  unchanged (the judge is asked again only for new answers and failed claims);
+- `DIR/judge-agreement.json`: the claim judge against the hand-labelled sample, per judge LM;
+- `DIR/factcheck.json` and `DIR/factcheck.md`: every method, each rate with its interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.datasets import Item
+from serc_dspy.evaluation.factcheck import (
+    ClaimJudge,
+    FactcheckItem,
+    judge_agreement,
+    load_factcheck,
+    load_labels,
+    read_scores,
+    score_answer,
+    summarize_factcheck,
+    trained_items,
+)
+from serc_dspy.evaluation.intervals import format_ci
+from serc_dspy.evaluation.protocol import split_of_items
+from serc_dspy.evaluation.runner import _lm_name, _write_json, read_jsonl, run_experiment, sibling
+from serc_dspy.retrieval.local import LocalCorpus
+from serc_dspy.trace import Trace
+
+SCORES_SUFFIX = ".factcheck.jsonl"
+
+
+class _NamedRetriever:
+    """Names the per-item retriever in a results file's meta; never called."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, query: str, k: int = 5):  # pragma: no cover - never used
+        raise UserError("per-item retriever called without an item")
+
+
+def select_items(items: Sequence[FactcheckItem], *, count: int | None, offset: int,
+                 trained_state: Mapping[str, Any] | None, include_trained: bool
+                 ) -> tuple[list[FactcheckItem], list[str], list[str]]:
+    """(items to run, ids excluded as trained on, ids without any passage)."""
+    chosen = list(items)[offset: offset + count if count else None]
+    if not chosen:
+        raise UserError(f"no Factcheck-Bench items after --offset {offset} "
+                        f"(the file has {len(items)})")
+    excluded = [] if include_trained else trained_items(chosen, trained_state)
+    chosen = [i for i in chosen if i.id not in excluded]
+    bare = [i.id for i in chosen if not i.passages]
+    return [i for i in chosen if i.passages], excluded, bare
+
+
+def corpus_of(item: FactcheckItem) -> LocalCorpus:
+    return LocalCorpus.from_documents(item.passages, name=item.id)
+
+
+def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> list:
+    """Score a results file into `RUN.factcheck.jsonl`; an answer scored before (same hash, no
+    unscored claim) is kept as it was. Returns the scores (None for a failed answer)."""
+    out = sibling(path, SCORES_SUFFIX)
+    before = read_scores(out) if out.is_file() else {}
+    rows, scores = [], []
+    for record in read_jsonl(path):
+        item = items.get(str(record.get("id")))
+        if item is None:
+            continue
+        if record.get("error"):
+            rows.append({"id": item.id, "failed": True, "error": record["error"]})
+            scores.append(None)
+            continue
+        answer = record.get("answer") or ""
+        old = before.get(item.id)
+        if old is not None and old.answer_hash == _hash(answer) and \
+                all(c.outcome is not None for c in old.claims):
+            score = old
+        else:
+            trace = Trace.model_validate(record["trace"]) if record.get("trace") else None
+            usage = trace.usage.total if trace is not None else None
+            score = score_answer(item, answer, method=str(record.get("method") or "?"),
+                                 judge=judge, usage=usage)
+        rows.append(score.model_dump(mode="json"))
+        scores.append(score)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    os.replace(tmp, out)
+    return scores
+
+
+def _hash(answer: str) -> str:
+    from serc_dspy.evaluation.factcheck import answer_hash
+
+    return answer_hash(answer)
+
+
+def measure_judge(out: Path, labels_path: Path, judge_lm: Any) -> dict[str, Any] | None:
+    """The claim judge against the hand labels, cached per judge LM and labels file."""
+    if not labels_path.is_file():
+        return None
+    key = hashlib.sha256(labels_path.read_bytes()).hexdigest()[:16]
+    name = _lm_name(judge_lm)
+    cache = out / "judge-agreement.json"
+    cached = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
+    entry = cached.get(f"{name}|{key}")
+    if entry is None or entry["judge"]["failed"]:
+        with dspy.context(adapter=dspy.JSONAdapter()):
+            entry = judge_agreement(load_labels(labels_path), ClaimJudge(judge_lm))
+        entry.update(judge_lm=name, labels=str(labels_path), labels_sha256=key)
+        cached[f"{name}|{key}"] = entry
+        _write_json(cache, cached)
+    return entry
+
+
+def run_factcheck(
+    data: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    methods: Sequence[str],
+    items: int | None = None,
+    offset: int = 0,
+    evidence_kind: str = "auto",
+    lm: Any = None,
+    judge_lm: Any = None,
+    labels: str | os.PathLike[str] | None = None,
+    trained_state: Mapping[str, Any] | None = None,
+    include_trained: bool = False,
+    progress: bool = True,
+    on_run: Any = None,
+    **method_options: Any,
+) -> dict[str, Any]:
+    """Decode the chosen items with each method against their own passages, score every
+    results file in `out_dir`, and write `factcheck.json` / `factcheck.md`."""
+    if not methods:
+        raise UserError("give at least one --method")
+    evidence = evidence_kind
+    everything = load_factcheck(data, evidence=evidence)
+    chosen, excluded, bare = select_items(everything, count=items, offset=offset,
+                                          trained_state=trained_state,
+                                          include_trained=include_trained)
+    if not chosen:
+        raise UserError(f"none of the chosen items has {evidence} evidence passages")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    by_id = {i.id: i for i in chosen}
+    suffix = "" if evidence == "auto" else f"-{evidence}"
+    runs = [i for i in chosen]
+    numbers = [i.number for i in runs]
+    for method in methods:
+        path = out / f"{method}{suffix}.jsonl"
+        summary = run_experiment(
+            method, [Item(id=i.id, question=i.question, topic=i.id, draft=i.draft) for i in runs],
+            path, lm=lm, progress=progress, dataset=f"factcheck-{evidence}",
+            retriever=_NamedRetriever(f"factcheck-{evidence}-evidence"),
+            retriever_for=lambda item: corpus_of(by_id[item.id]),
+            meta={"data": str(data), "evidence": evidence, "offset": offset, "items": items,
+                  "split": split_of_items(numbers), "excluded_as_trained": excluded,
+                  "without_passages": bare},
+            **method_options)
+        if on_run:
+            on_run(method, summary)
+    judge = ClaimJudge(judge_lm if judge_lm is not None else lm)
+    report: dict[str, Any] = {"methods": {}, "evidence": evidence, "items": numbers,
+                              "split": split_of_items(numbers), "excluded_as_trained": excluded,
+                              "without_passages": bare}
+    with dspy.context(adapter=dspy.JSONAdapter()):
+        for path in sorted(out.glob(f"*{suffix}.jsonl")):
+            method = path.name[: -len(f"{suffix}.jsonl")]
+            if path.name.endswith(SCORES_SUFFIX) or (not suffix and method.endswith("-human")):
+                continue
+            scores = [s for s in score_run(path, by_id, judge)]
+            report["methods"][method] = summarize_factcheck(scores)
+    report["judge_calls"] = judge.calls
+    labels_path = Path(labels) if labels else None
+    if labels_path is not None:
+        report["judge_agreement"] = measure_judge(out, labels_path,
+                                                  judge_lm if judge_lm is not None else lm)
+    _write_json(out / f"factcheck{suffix}.json", report)
+    (out / f"factcheck{suffix}.md").write_text(factcheck_table(report), encoding="utf-8")
+    return report
+
+
+def factcheck_table(report: Mapping[str, Any]) -> str:
+    """One row per method; rates carry their 95% interval over answers."""
+    lines = [
+        "| method | answers | false claims | fixed | removed | left | fixed or removed | "
+        "true claims | kept | false alarm | true removed | all right | introduced/answer | "
+        "degenerate/answer | verbatim | calls/answer | tokens/answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for method, s in report.get("methods", {}).items():
+        def ci(name, spec=".3f", s=s):
+            return format_ci(s.get(name), s.get(f"{name}_ci"), spec)
+
+        lines.append(
+            f"| {method} | {s['items']} | {s['false_claims']} | {ci('fixed_rate')} | "
+            f"{ci('removed_rate')} | {ci('residual_rate')} | {ci('fixed_or_removed_rate')} | "
+            f"{s['true_claims']} | {ci('kept_rate')} | {ci('false_alarm_rate')} | "
+            f"{ci('true_removed_rate')} | {ci('perfect_answer_rate')} | "
+            f"{ci('introduced_per_answer', '.2f')} | {ci('degenerate_per_answer', '.2f')} | "
+            f"{ci('verbatim_share')} | {format_ci(s.get('calls_per_answer'), None, '.1f')} | "
+            f"{format_ci(s.get('tokens_per_answer'), None, '.0f')} |")
+    notes = []
+    paths = {m: s.get("paths") or {} for m, s in report.get("methods", {}).items()}
+    for method, shares in paths.items():
+        parts = ", ".join(f"{p} {v:.0%}" for p, v in shares.items() if v is not None)
+        unscored = report["methods"][method].get("unscored_claims")
+        notes.append(f"- {method}: claims scored by {parts}"
+                     + (f"; {unscored} unscored" if unscored else ""))
+    agreement = report.get("judge_agreement")
+    if agreement:
+        j, w = agreement["judge"], agreement["words"]
+        notes.append(f"- claim judge ({agreement.get('judge_lm')}) against "
+                     f"{agreement['labels']} hand-labelled claims: "
+                     f"{format_ci(j.get('agreement'), j.get('agreement_ci'))} agreement "
+                     f"({j['n']} judged, {j['failed']} failed); the word paths: "
+                     f"{format_ci(w.get('agreement'), w.get('agreement_ci'))} on the "
+                     f"{w['n']} they decide")
+    excluded = report.get("excluded_as_trained") or []
+    if excluded:
+        notes.append(f"- excluded as trained on by the compiled state: {', '.join(excluded)}")
+    if report.get("without_passages"):
+        notes.append(f"- without {report.get('evidence')} passages (not run): "
+                     f"{', '.join(report['without_passages'])}")
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + ("\n" if notes else "")
