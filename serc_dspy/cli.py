@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.arguments import positive, positive_float
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 from serc_dspy.evaluation.protocol import record_command
@@ -268,7 +269,7 @@ def run(args) -> int:
     )
     lm = _build_lm(args)
     started = time.monotonic()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
         prediction = program(question=question, draft=draft)
     progress.close()
     trace = prediction.trace

@@ -28,6 +28,23 @@ class StepFailed(RuntimeError):
     server that died): a step failed and falls back; it never aborts a run by itself."""
 
 
+class MalformedOutput(StepFailed):
+    """An LM reply that is not the complete, valid output its signature asks for (cut-off or
+    broken JSON): a failed call, never repaired into an answer."""
+
+
+def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc`, or an exception it was raised from, is a `kind` (DSPy wraps an engine's
+    errors into its own)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class DecodingFailed(RuntimeError):
     """Nothing was verified (every check failed, or the LM could not be reached).
 

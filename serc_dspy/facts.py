@@ -356,19 +356,101 @@ def loses_content(original: str, fixed: str, kept_aside: str | None = None,
 
 _CLAUSE = re.compile(r",\s+and\s+(she|he|they|it|her|his|their|its)\s+(?=\S+\s+\S+)",
                      re.IGNORECASE)
+PRONOUN_CLASSES: dict[str, frozenset[str]] = {
+    "she": frozenset({"she", "her", "hers", "herself"}),
+    "he": frozenset({"he", "him", "his", "himself"}),
+    "they": frozenset({"they", "them", "their", "theirs", "themselves"}),
+    "it": frozenset({"it", "its", "itself"}),
+}
+_PRONOUN = re.compile(r"\b(" + "|".join(sorted({p for c in PRONOUN_CLASSES.values() for p in c},
+                                               key=len, reverse=True)) + r")\b", re.IGNORECASE)
 
 
-def split_clauses(fact: str, name: str) -> list[str]:
+def subject_pronouns(text: str) -> frozenset[str]:
+    """The pronouns an answer uses for its subject: the class (she / he / they / it) it uses
+    most. Empty when no class leads (no pronouns, or a tie): then no pronoun is taken to be the
+    subject."""
+    counts = {name: 0 for name in PRONOUN_CLASSES}
+    for match in _PRONOUN.findall(text or ""):
+        for name, members in PRONOUN_CLASSES.items():
+            if match.lower() in members:
+                counts[name] += 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if ranked[0][1] == 0 or ranked[0][1] == ranked[1][1]:
+        return frozenset()
+    return PRONOUN_CLASSES[ranked[0][0]]
+
+
+def split_clauses(fact: str, name: str, pronouns: frozenset[str] = frozenset()) -> list[str]:
     """Split "X did A, and her B was C" into two facts, the pronoun replaced by the name, so a
-    correction of one clause cannot take the other clause with it."""
+    correction of one clause cannot take the other clause with it.
+
+    Only a pronoun of the subject's own class (`subject_pronouns` of the answer) is replaced:
+    in "Marie Curie met Pierre, and he proposed to her" the "he" is Pierre, and in "..., and it
+    became a leading laboratory" the "it" is the laboratory; such a clause stays whole."""
     match = _CLAUSE.search(fact)
-    if not name or match is None:
+    if not name or match is None or match.group(1).lower() not in pronouns:
         return [fact]
     pronoun = match.group(1).lower()
     lead = fact[:match.start()].rstrip(" ,") + "."
     who = name if pronoun in ("she", "he", "they", "it") else f"{name}'s"
     rest = fact[match.end():].strip()
     return [lead, f"{who} {rest}"]
+
+
+def lost_content(output: str, sources: list[str], subject: str) -> str | None:
+    """Why `output` does not say everything `sources` say, or None: every content word (by its
+    first five letters) and every negation of the sources must survive, and the output may
+    add no negation. A rewrite or a polish may reorder and join, never drop or negate."""
+    source = " ".join(sources)
+    lost = sorted(_content_stems(source, subject) - _content_stems(output, subject))
+    if lost:
+        return f"it drops {', '.join(lost)}"
+    before, after = _negations(source), _negations(output)
+    if before != after:
+        changed = sorted((before - after) | (after - before))
+        return f"it changes the negation ({', '.join(changed)})"
+    return None
+
+
+def orphan_details(sentence: str, facts: list[str], subject: str) -> list[str]:
+    """Numbers and names of a sentence that none of its extracted facts carries (the
+    extractor left them out): a rewrite from the facts would lose them."""
+    have = {w.lower() for w in _words(" ".join(facts) + " " + subject)}
+    words = _words(sentence)
+    found = []
+    for position, word in enumerate(words):
+        capital = word[0].isupper() and (position > 0 or len(words) == 1)
+        if (_is_number(word) or capital) and word.lower() not in have \
+                and word.lower() not in _STOP:
+            found.append(word)
+    return list(dict.fromkeys(found))
+
+
+def minimal_edit(sentence: str, changes: list[tuple[str, str | None]]) -> str | None:
+    """The sentence with each fact's change made in place, or None when one cannot be placed.
+
+    A change `(fact, correction)` is placed when the words the correction replaces occur once
+    in the sentence; a pruned fact (`correction` None) cannot be cut out of a sentence by words
+    alone, so it is never placed here."""
+    import difflib
+
+    text = sentence
+    for fact, fixed in changes:
+        if not fixed:
+            return None
+        old, new = fact.split(), fixed.split()
+        matcher = difflib.SequenceMatcher(None, [w.lower() for w in old],
+                                          [w.lower() for w in new], autojunk=False)
+        edits = [(" ".join(old[a:b]).strip(".,;"), " ".join(new[c:d]).strip(".,;"))
+                 for tag, a, b, c, d in matcher.get_opcodes() if tag != "equal"]
+        if not edits:
+            continue
+        for before, after in edits:
+            if not before or text.count(before) != 1:
+                return None
+            text = text.replace(before, after, 1)
+    return text if text != sentence else None
 
 
 def unstated_details(sentence: str, facts: list[str], subject: str) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
 
 STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
@@ -139,7 +140,7 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
     chosen = list(dict.fromkeys(stages or STAGES))
     serc = SERC(compiled=compiled) if compiled else SERC()
     results: dict[str, Any] = {}
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
         for stage in chosen:
             try:
                 results[stage] = with_stage_intervals(_run_stage(

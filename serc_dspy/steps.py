@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
-from serc_dspy.errors import StepFailed, UserError, describe, redact
+from serc_dspy.errors import MalformedOutput, StepFailed, UserError, caused_by, describe, redact
 from serc_dspy.trace import StepUsage, Trace
 
 T = TypeVar("T")
@@ -63,6 +63,18 @@ class StepSpec:
 
     stage: str
     usage: str
+
+
+RETRY_TEMPERATURE = 0.3
+"""A malformed reply is asked for once more, a little warmer: at temperature 0 the engine would
+most likely write the same broken reply again."""
+
+
+def is_malformed(exc: BaseException) -> bool:
+    """A reply that could not be read as its signature's output (cut-off or broken JSON)."""
+    from dspy.utils.exceptions import AdapterParseError
+
+    return caused_by(exc, MalformedOutput) or caused_by(exc, AdapterParseError)
 
 
 class DeadlineExceeded(StepFailed, TimeoutError):
@@ -121,13 +133,35 @@ async def tracked_acall(predictor: dspy.Predict, record: Record, *, lm: Any = No
     target = settings.get("lm") or dspy.settings.lm
     model = model_name(target)
     with dspy.context(**settings), track_usage() as tracker:
+        call = asyncio.ensure_future(_acall(predictor, target, inputs))
         try:
-            prediction = await _acall(predictor, target, inputs)
+            prediction = await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # Cancelled (a sibling failed) while the engine serves the call: the engine
+            # finishes it anyway, so wait for it, count it with its tokens, then stop.
+            await _settle(call)
+            _report_cancelled(call, tracker, record, model)
+            raise
         except Exception:
             record(model, StepUsage(calls=1, failed=1))
             raise
     _report_usage(tracker, record, model)
     return prediction
+
+
+async def _settle(call: asyncio.Future) -> None:
+    try:
+        await call
+    except BaseException:  # its outcome is counted, not raised: the caller is cancelled
+        pass
+
+
+def _report_cancelled(call: asyncio.Future, tracker: Any, record: Record, model: str) -> None:
+    if call.cancelled() or call.exception() is not None:
+        record(model, StepUsage(calls=1, failed=1))
+        return
+    _report_usage(tracker, record, model)
+    record(model, StepUsage(cancelled=1))
 
 
 async def _acall(predictor: dspy.Predict, lm: Any, inputs: dict[str, Any]) -> Any:
@@ -280,8 +314,18 @@ class Run:
                 with self.lock:
                     self.trace.usage.record(spec.usage, model, usage)
 
-            return await tracked_acall(predictor, record, lm=self.lm_for(name),
-                                       adapter=self.adapter, **inputs)
+            try:
+                return await tracked_acall(predictor, record, lm=self.lm_for(name),
+                                           adapter=self.adapter, **inputs)
+            except Exception as exc:
+                if not is_malformed(exc):
+                    raise
+                self.log(spec.stage, f"{spec.usage}: the reply was not complete, valid output "
+                         f"({describe(exc)[:160]}); asked once more", "fallback")
+                config = {**(inputs.get("config") or {}), "temperature": max(
+                    RETRY_TEMPERATURE, (inputs.get("config") or {}).get("temperature") or 0.0)}
+                return await tracked_acall(predictor, record, lm=self.lm_for(name),
+                                           adapter=self.adapter, **{**inputs, "config": config})
         finally:
             self._slots.release()
 

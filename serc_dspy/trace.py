@@ -94,11 +94,13 @@ class Correction(BaseModel):
 
 
 class StepUsage(BaseModel):
-    """LM calls made and their tokens; failed calls and DSPy cache hits are included in `calls`
-    and also counted in `failed` and `cached`."""
+    """LM calls made and their tokens; failed calls, calls cancelled while the engine served
+    them, and DSPy cache hits are included in `calls` and also counted in `failed`,
+    `cancelled` and `cached` (a cancelled call's tokens are unknown and not counted)."""
 
     calls: int = 0
     failed: int = 0
+    cancelled: int = 0
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -110,6 +112,7 @@ class StepUsage(BaseModel):
     def add(self, other: StepUsage) -> None:
         self.calls += other.calls
         self.failed += other.failed
+        self.cancelled += other.cancelled
         self.cached += other.cached
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -194,6 +197,9 @@ class Trace(BaseModel):
     initial_answer: str = ""
     draft_given: bool = False
     cold_start: bool = False
+    short_draft: bool = False
+    """A caller's draft too short to read as prose ("Ulster County"): checked as one claim
+    answering the question, never replaced by the cold start."""
     status: AnswerStatus = "decoded"
     failure: str | None = None
     """Why the run failed (status "failed"), in one line."""

@@ -25,6 +25,10 @@ _FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\n\nRespond wi
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class Raw(str):
+    """A handler's reply sent as it is, not as JSON: a cut-off or broken completion."""
+
+
 def _parse_value(raw: str) -> Any:
     raw = raw.strip()
     if raw.startswith("[") or raw.startswith("{"):
@@ -62,11 +66,12 @@ class ScriptedEngine:
         if name not in self.handlers:
             raise AssertionError(f"no scripted handler for {name}")
         outputs = self.handlers[name](inputs)
+        text = str(outputs) if isinstance(outputs, Raw) else json.dumps(outputs)
         return Response(id=None, model="scripted",
-                        message=Message.assistant([TextPart(json.dumps(outputs))]),
+                        message=Message.assistant([TextPart(text)]),
                         finish_reason="stop",
                         usage=Usage(input_tokens=len(system + user) // 4,
-                                    output_tokens=len(json.dumps(outputs)) // 4,
+                                    output_tokens=len(text) // 4,
                                     total_tokens=0))
 
     def stream(self, request):

@@ -33,7 +33,7 @@ from dspy import lm15
 from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
-from serc_dspy.errors import StepFailed, UserError
+from serc_dspy.errors import MalformedOutput, StepFailed, UserError
 from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 DEFAULT_MAX_TOKENS = 512
@@ -51,6 +51,12 @@ class BackendError(UserError):
 
 class OutputTruncated(StepFailed):
     """The model hit `max_tokens` before finishing: the output is incomplete and is not used."""
+
+
+class OutputMalformed(MalformedOutput):
+    """A reply asked to follow a JSON schema is not one complete JSON object with the schema's
+    required fields, whatever its finish reason said: a fragment is never repaired into an
+    answer."""
 
 
 def requested_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -181,6 +187,25 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
     )
 
 
+def _refuse_incomplete_json(body: dict[str, Any], content: str, model: str) -> None:
+    """A schema-bound reply must be one complete JSON object holding the schema's required
+    fields; `finish_reason == "stop"` alone does not make a cut-off reply complete."""
+    from serc_dspy.adapter import strict_json_object
+
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+    if not schema:
+        return
+    value = strict_json_object(content)
+    if value is None:
+        raise OutputMalformed(f"{model}: the reply is not one complete JSON object "
+                              f"({len(content)} characters, ends {content[-40:]!r}); "
+                              "it was discarded, not repaired")
+    missing = [name for name in schema.get("required") or [] if name not in value]
+    if missing:
+        raise OutputMalformed(f"{model}: the reply lacks the required field(s) "
+                              f"{', '.join(missing)}; it was discarded")
+
+
 def _refuse_strings_at_their_bound(body: dict[str, Any], content: str, model: str) -> None:
     """A free-text field that filled its whole `maxLength` was cut by the grammar, not
     finished by the model: as loud as a reply cut at `max_tokens`."""
@@ -243,6 +268,7 @@ class ChatEngine:
         body = chat_request(request, model=self.request_model,
                             max_list_items=self.max_list_items)
         response = chat_response(self.send(body), self.name)
+        _refuse_incomplete_json(body, response.message.text or "", self.name)
         _refuse_strings_at_their_bound(body, response.message.text or "", self.name)
         return response
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.devsets import (
     VERDICT_LABELS,
     Split,
@@ -365,7 +366,7 @@ def compile_stage(stage: str, split: Split, *, lm: dspy.LM, optimizer: str = "la
     if not split.train or not split.dev:
         raise UserError(f"stage {stage!r} needs train and dev examples, got "
                         f"{len(split.train)} train / {len(split.dev)} dev")
-    with dspy.context(lm=lm, adapter=adapter if adapter is not None else dspy.JSONAdapter()):
+    with dspy.context(lm=lm, adapter=adapter if adapter is not None else StrictJSONAdapter()):
         student = stage_program(stage)
         say(f"{stage}: evaluating the uncompiled {spec.predictor} on {len(split.dev)} dev "
             "examples")

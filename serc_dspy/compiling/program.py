@@ -20,6 +20,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.compile import Score, build_teleprompter, resolve_teleprompter
 from serc_dspy.compiling.devsets import Split
 from serc_dspy.errors import UserError
@@ -145,7 +146,7 @@ def compile_program(split: Split, retriever: Any, *, lm: dspy.LM, optimizer: str
     teleprompter = make_program_optimizer(optimizer, demos=demos, trainsize=len(split.train),
                                           num_threads=num_threads, seed=seed)
     options = {**(program_options or {}), "compiled": None}
-    with dspy.context(lm=lm, adapter=adapter if adapter is not None else dspy.JSONAdapter()):
+    with dspy.context(lm=lm, adapter=adapter if adapter is not None else StrictJSONAdapter()):
         student = SERC(retriever=retriever, **options)
         say(f"serc: decoding {len(split.dev)} dev bios with the frozen prompts")
         before = evaluate_program(student, split.dev, num_threads=num_threads,

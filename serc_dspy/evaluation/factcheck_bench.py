@@ -20,6 +20,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.factcheck import (
@@ -118,7 +119,7 @@ def measure_judge(out: Path, labels_path: Path, judge_lm: Any) -> dict[str, Any]
     cached = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
     entry = cached.get(f"{name}|{key}")
     if entry is None or entry["judge"]["failed"]:
-        with dspy.context(adapter=dspy.JSONAdapter()):
+        with dspy.context(adapter=StrictJSONAdapter()):
             entry = judge_agreement(load_labels(labels_path), ClaimJudge(judge_lm))
         entry.update(judge_lm=name, labels=str(labels_path), labels_sha256=key)
         cached[f"{name}|{key}"] = entry
@@ -177,7 +178,7 @@ def run_factcheck(
     report: dict[str, Any] = {"methods": {}, "evidence": evidence, "items": numbers,
                               "split": split_of_items(numbers), "excluded_as_trained": excluded,
                               "without_passages": bare}
-    with dspy.context(adapter=dspy.JSONAdapter()):
+    with dspy.context(adapter=StrictJSONAdapter()):
         for path in sorted(out.glob(f"*{suffix}.jsonl")):
             method = path.name[: -len(f"{suffix}.jsonl")]
             if path.name.endswith(SCORES_SUFFIX) or (not suffix and method.endswith("-human")):

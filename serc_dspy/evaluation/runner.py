@@ -30,6 +30,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
+from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError, describe
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.metrics import (
@@ -305,7 +306,7 @@ def run_experiment(
 ) -> RunSummary:
     """Run a registered method over `items`, appending one JSON line per finished item.
 
-    `lm` (default: the context's LM) runs under `adapter` (default `dspy.JSONAdapter()`, which
+    `lm` (default: the context's LM) runs under `adapter` (default `StrictJSONAdapter()`, which
     the embedded model needs). Items whose id is already in `out_path` are skipped; failed ones
     are retried unless `retry_failed=False`. An item with an empty draft (a model that
     abstained) is recorded as an empty answer without calling the method.
@@ -387,7 +388,7 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
         return record
 
     started = time.monotonic()
-    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else dspy.JSONAdapter()}
+    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else StrictJSONAdapter()}
     if lm is not None:
         settings["lm"] = lm
     bar = _progress_bar(len(items), len(items) - len(todo), method, progress)
@@ -429,7 +430,7 @@ def _score_loop(run_path, out, todo_records, work, *, workers, progress, desc, s
 
 
 def _settings(lm: Any, adapter: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else dspy.JSONAdapter()}
+    settings: dict[str, Any] = {"adapter": adapter if adapter is not None else StrictJSONAdapter()}
     if lm is not None:
         settings["lm"] = lm
     return settings

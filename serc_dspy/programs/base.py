@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
@@ -37,6 +38,8 @@ logger = logging.getLogger("serc_dspy")
 STAGES = STAGE_ORDER
 """The LM stages `lms={...}` routes, in pipeline order."""
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
+RETRIEVING_STEPS = frozenset({"verify", "agreement", "sub_question"})
+"""Baseline steps that search (named in their `Step.name`)."""
 
 
 class InputError(UserError):
@@ -184,7 +187,16 @@ class TracedProgram(dspy.Module):
         trace = run.trace
         trace.answer = answer
         usage = trace.usage.total
-        if trace.status != "failed" and usage.calls and usage.failed == usage.calls:
+        if trace.status != "failed" and self.needs_retriever and \
+                not any(step.passages for step in trace.steps):
+            # A baseline whose every search failed or came back empty verified nothing: its
+            # answer is the draft, and must not be recorded as a decoding that resume skips.
+            searches = [s for s in trace.steps if s.name in RETRIEVING_STEPS]
+            failed = sum(1 for s in searches if s.error)
+            self.fail(run, f"no search returned evidence ({len(searches)} searches, {failed} "
+                           "failed, the rest empty): nothing was verified")
+        if trace.status != "failed" and usage.calls and usage.failed and \
+                usage.failed + usage.cancelled == usage.calls:
             self.fail(run, f"every LM call failed ({usage.calls} made); last error: "
                            f"{next((e.message for e in reversed(trace.errors)), 'unknown')}")
         if trace.status == "failed":
@@ -215,11 +227,24 @@ class TracedProgram(dspy.Module):
         return cap_context(found, self.context_chars)
 
 
+_DELIMITER = re.compile(r"<(\s*/?\s*passage)", re.IGNORECASE)
+
+
+def _undelimit(text: str) -> str:
+    """Untrusted text with anything that looks like a passage delimiter broken ("<passage" ->
+    "‹passage"): a passage cannot close itself and open a fake one with a source of its
+    choosing."""
+    return _DELIMITER.sub(lambda m: "\u2039" + m.group(1), defang(text))
+
+
 def format_passages(passages: list[Passage]) -> str:
     """Number and delimit the passages, naming their sources, so steps can cite them and a
-    passage's text (untrusted, with field markers defanged) cannot pass for the prompt's own."""
+    passage's text (untrusted, with field markers and delimiters defanged) cannot pass for the
+    prompt's own or for another passage."""
     blocks = []
     for number, passage in enumerate(passages, 1):
-        source = f" source={defang(passage.source)}" if passage.source else ""
-        blocks.append(f"<passage {number}{source}>\n{defang(passage.text)}\n</passage {number}>")
+        source = " ".join(_undelimit(passage.source).replace(">", "\u203a").split())
+        source = f" source={source}" if source else ""
+        blocks.append(f"<passage {number}{source}>\n{_undelimit(passage.text)}\n"
+                      f"</passage {number}>")
     return "\n".join(blocks)

@@ -26,9 +26,13 @@ from serc_dspy.facts import (
     clean_facts,
     hold_to_quote,
     loses_content,
+    lost_content,
+    minimal_edit,
     not_a_statement,
+    orphan_details,
     rewords,
     split_clauses,
+    subject_pronouns,
     unstated_details,
 )
 from serc_dspy.programs.base import (
@@ -327,6 +331,16 @@ class SERC(TracedProgram):
         received = await self.initial_answer(run, question, draft)
         context = _LazyContext(self, run, question)
 
+        if trace.draft_given and needs_cold_start(received):
+            # The cold start replaces the model's own failed first answer; a caller's draft,
+            # however short, is the caller's input: it is decoded, as one claim that answers
+            # the question, and changed only by a correction the evidence supports.
+            trace.short_draft = True
+            trace.received, trace.subject = received, question
+            trace.firewall.error = "skipped: a short caller draft is checked as one claim"
+            run.log("align", "the caller's draft is short: checked as one claim answering the "
+                    "question (no cold start, no firewall)")
+            return received
         if needs_cold_start(received):
             trace.cold_start = True
             passages = await context.get()
@@ -460,16 +474,21 @@ class SERC(TracedProgram):
         return trace.sentences
 
     async def decompose(self, run: Run, sentence: Sentence) -> list[Fact]:
-        """S_i -> F_i, its atomic facts (variable nodes), in the trace in sentence order."""
+        """S_i -> F_i, its atomic facts (variable nodes), in the trace in sentence order. A
+        short caller draft is one claim, the answer to the question (no extraction call)."""
         trace = run.trace
 
         async def extract() -> list[str]:
             return (await run.call("fact_extractor", subject=trace.subject,
                                    sentence=sentence.text)).facts
-        raw = await run.attempt("decompose", f"sentence {sentence.index} kept unverified",
-                                extract, None)
+        if trace.short_draft:
+            texts = [answer_claim(trace.question, sentence.text)]
+        else:
+            raw = await run.attempt("decompose", f"sentence {sentence.index} kept unverified",
+                                    extract, None)
+            texts = self.hygiene(run, sentence, raw)
         facts = [Fact(id=f"f{sentence.index}.{i}", text=text, sentence=sentence.index)
-                 for i, text in enumerate(self.hygiene(run, sentence, raw))]
+                 for i, text in enumerate(texts)]
         with run.lock:
             trace.facts.extend(facts)
             trace.facts.sort(key=_node_order)
@@ -490,7 +509,8 @@ class SERC(TracedProgram):
                     "(max_facts_per_sentence)", "fallback")
             raw = raw[:4 * self.max_facts_per_sentence]
         name = subject_name(run.trace.subject)
-        raw = [part for item in raw for part in split_clauses(str(item), name)]
+        pronouns = subject_pronouns(run.trace.received)
+        raw = [part for item in raw for part in split_clauses(str(item), name, pronouns)]
         # Grounded in the sentence and the subject's name, never its characteristic: that is a
         # descriptor a model wrote, and "Rennie Fritchie (American actor, producer, and
         # director)", guessed from the question alone, made a life peer's fact "actress".
@@ -565,6 +585,11 @@ class SERC(TracedProgram):
                 check.evidence = (await run.call(
                     "evidence_writer", query=check.query,
                     passages=format_passages(check.passages))).evidence.strip()
+        if not check.evidence:
+            # An empty summary is a failed evidence step, not evidence that found nothing:
+            # judged against it, every fact would be NOT_FOUND and pruned.
+            raise RetrievalError(f"the {check.evidence_source or 'evidence'} summary came back "
+                                 "empty")
         await self.judge(run, check.evidence, facts)
 
     async def judge(self, run: Run, evidence: str, facts: list[Fact]) -> None:
@@ -759,8 +784,14 @@ class SERC(TracedProgram):
                 run.log("correct", f"a propagated change would delete fact {fact.id}; kept",
                         "fallback")
                 break
-            fact.correction = fixed or None
-            fact.status = "corrected" if fixed else "pruned"
+            if not fixed:
+                # An empty fix says the corrector could not fix it, not that the fact is
+                # false beyond repair: the fact stays contradicted (and open for the retry).
+                run.log("correct", f"the fix for fact {fact.id} came back empty; not a "
+                        "correction", "fallback")
+                break
+            fact.correction = fixed
+            fact.status = "corrected"
             break
         else:
             run.log("correct", f"correction for {original!r} matched no fact", "fallback")
@@ -777,8 +808,10 @@ class SERC(TracedProgram):
         trace = run.trace
         run.expect("reconstruct", 1)
         sentence.kept_verbatim = False
+        orphans = orphan_details(sentence.text, [f.text for f in facts], trace.subject)
         if not kept:
-            sentence.rewritten = ""
+            sentence.rewritten = "" if not orphans else self.fallback_sentence(
+                run, sentence, facts, kept, orphans, "would drop the whole sentence")
             run.advance("reconstruct")
             return
         earlier = await accepted.before(sentence.index, REWRITE_CONTEXT_SENTENCES)
@@ -789,20 +822,60 @@ class SERC(TracedProgram):
         text = await run.attempt("reconstruct", f"rewrite of sentence {sentence.index} failed",
                                  rewrite, "")
         if len(text) < SHORT_SENTENCE_CHARS:
-            run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
-                    "short; kept the original sentence", "fallback")
-            sentence.kept_verbatim, text = True, sentence.text
-        elif problem := (
-                f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
-                else _unfaithful(unstated_details(text, kept, trace.subject))):
-            # A weak model loops, recites its instructions, or drops or adds a detail; the
-            # corrected facts are complete sentences, so stating them is safe, unlike the
-            # original sentence.
-            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; "
-                    "stated its facts instead", "fallback")
-            text = " ".join(_as_sentence(fact) for fact in kept)
+            problem = "was empty or too short"
+        else:
+            problem = (f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
+                       else _unfaithful(unstated_details(text, kept, trace.subject)
+                                        or lost_content(text, kept, trace.subject)
+                                        or _loses(text, orphans)))
+        if problem:
+            text = self.fallback_sentence(run, sentence, facts, kept, orphans, problem)
         sentence.rewritten = text
         run.advance("reconstruct")
+
+    def fallback_sentence(self, run: Run, sentence: Sentence, facts: list[Fact],
+                          kept: list[str], orphans: list[str], problem: str) -> str:
+        """A rewrite failed its guard. In order: the draft's sentence with each correction
+        made in place (when every change can be placed and nothing is pruned); the corrected
+        facts stated one by one (when that loses no detail of the sentence); else the draft's
+        sentence unchanged, its corrections not applied, so the trace never claims a change
+        the answer does not carry."""
+        changes = [(f.text, f.correction if f.status == "corrected" else None)
+                   for f in facts if f.status in ("corrected", "pruned")]
+        placed = minimal_edit(sentence.text, changes)
+        if placed is not None:
+            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; made its "
+                    "corrections in place in the draft's sentence instead", "fallback")
+            return placed
+        if not orphans and kept:
+            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; stated "
+                    "its facts instead", "fallback")
+            return " ".join(_as_sentence(fact) for fact in kept)
+        for fact in facts:
+            if fact.status == "corrected":
+                fact.status = "uncorrected"
+            elif fact.status == "pruned":
+                fact.status = "unverified"
+        sentence.kept_verbatim = True
+        run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}, and stating "
+                f"its facts would lose {', '.join(orphans)} (in no fact); kept the draft's "
+                "sentence, its changes not applied", "fallback")
+        return sentence.text
+
+    def short_answer(self, run: Run) -> str:
+        """A short caller draft's answer: the draft, unless the evidence corrected its claim
+        (then the rewritten claim, which needs no polish)."""
+        trace = run.trace
+        claim = trace.facts[0] if trace.facts else None
+        if claim is None or claim.status != "corrected" or not trace.reconstructed.strip():
+            if claim is not None and claim.status == "pruned":
+                trace.status = "fallback"  # nothing confirmed it, and nothing replaces it
+                run.log("polish", "no evidence confirms the short draft; returned it unchanged",
+                        "fallback")
+            return trace.received
+        run.log("polish", f"the short draft was corrected from the evidence: "
+                f"{claim.text!r} -> {claim.correction!r}")
+        return trace.reconstructed
 
     async def polish(self, run: Run) -> str:
         """The rebuilt sentences -> the answer, smoothed at `polish_temperature` when any
@@ -810,6 +883,8 @@ class SERC(TracedProgram):
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = " ".join(p for p in parts if p.strip())
+        if trace.short_draft:
+            return self.short_answer(run)
         if len(trace.reconstructed) < SHORT_ANSWER_CHARS:
             trace.status = "fallback"  # the answer is R unchanged, not a correction of it
             run.log("polish", "decoding left under 50 characters (most facts pruned); "
@@ -832,7 +907,8 @@ class SERC(TracedProgram):
             run.log("polish", "the polished answer refused or left the draft's topic; returned "
                     "the reconstructed draft", "fallback")
             return trace.reconstructed
-        if reason := unstated_details(answer, [trace.reconstructed], trace.subject):
+        if reason := (unstated_details(answer, [trace.reconstructed], trace.subject)
+                      or lost_content(answer, [trace.reconstructed], trace.subject)):
             run.log("polish", f"the polished answer is not faithful to the draft ({reason}); "
                     "returned the reconstructed draft", "fallback")
             return trace.reconstructed
@@ -841,6 +917,12 @@ class SERC(TracedProgram):
                     f"{len(trace.reconstructed)}-character draft); returned the draft", "fallback")
             return trace.reconstructed
         return answer
+
+
+def answer_claim(question: str, answer: str) -> str:
+    """A short answer as the statement it makes: "Ulster County" to "Which county is New
+    Paltz in?" claims that the answer to that question is Ulster County."""
+    return f'The answer to the question "{question.strip()}" is {answer.strip().rstrip(".")}.'
 
 
 class _AcceptedFacts:
@@ -894,6 +976,11 @@ def subject_name(subject: str) -> str:
     question itself, with the firewall off)."""
     name = re.sub(r"\s*\([^)]*\)\s*$", "", subject or "").strip()
     return name if 0 < len(name.split()) <= 5 and not name.endswith("?") else ""
+
+
+def _loses(text: str, details: list[str]) -> str | None:
+    gone = [d for d in details if d.lower() not in text.lower()]
+    return f"it drops {', '.join(gone)}, which no fact carries" if gone else None
 
 
 def _unfaithful(reason: str | None) -> str | None:

@@ -83,11 +83,13 @@ class _CheckedRetriever:
             return []
         try:
             result = self.wrapped(query, k) if self.takes_k else self.wrapped(query)
+            # Read inside the failure policy: a generator (or any lazy iterable) fails only
+            # while it is being read, and a dropped connection then is an outage too.
+            passages = [self._to_passage(item) for item in self._items(result)][:k]
         except (RetrievalError, UserError):
             raise  # configuration errors (a rejected key, a bad corpus) are not outages
         except Exception as exc:
             raise RetrievalError(f"retriever {self.name} failed: {exc}") from exc
-        passages = [self._to_passage(item) for item in self._items(result)][:k]
         for passage in passages:
             if looks_like_error(passage.text):
                 raise RetrievalError(f"retriever {self.name} returned an error message as a "

@@ -76,11 +76,13 @@ def test_cove_rag_retrieves_once_per_verification_question():
     assert all(s.passages for s in verify_steps)
 
 
-def test_cove_rag_with_failing_retrieval_keeps_the_draft():
+def test_cove_rag_with_failing_retrieval_keeps_the_draft_and_fails_loudly():
     prediction, engine = run(CoVeRAG(retriever=CountingRetriever(fail=True)))
     assert prediction.answer == DRAFT
     assert engine.of("VerifiedAnswer") == []
-    assert len(prediction.trace.errors) == 2
+    assert len([e for e in prediction.trace.errors if e.phase == "verify"]) == 2
+    assert prediction.trace.status == "failed"  # verified nothing: never a decoding
+    assert "no search returned evidence" in prediction.trace.failure
 
 
 def test_rarr_leaves_the_text_unchanged_when_every_check_agrees():

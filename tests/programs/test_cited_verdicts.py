@@ -1,11 +1,17 @@
 """Cited per-fact verdicts (verdicts="fact"): the quote cross-check and the swap-back fix."""
 
 import dspy
+import pytest
 from scripted import scripted_lm
 from test_serc import DRAFT, handlers
 
 from serc_dspy import SERC, LocalCorpus
-from serc_dspy.facts import split_clauses, substituted_detail
+from serc_dspy.facts import (
+    PRONOUN_CLASSES,
+    split_clauses,
+    subject_pronouns,
+    substituted_detail,
+)
 
 QUOTE = "Marie Curie was born in Warsaw in 1867."
 CORPUS = LocalCorpus.from_texts({"c.txt": QUOTE + " She studied at the Sorbonne in Paris."})
@@ -54,13 +60,29 @@ def test_a_fix_that_keeps_the_contradicted_detail_is_no_correction():
 
 
 def test_clauses_joined_by_and_a_pronoun_become_two_facts():
+    she = PRONOUN_CLASSES["she"]
     assert split_clauses("Ada Ruiz moved to Lyon in 1905, and she taught chemistry there.",
-                         "Ada Ruiz") == ["Ada Ruiz moved to Lyon in 1905.",
-                                         "Ada Ruiz taught chemistry there."]
+                         "Ada Ruiz", she) == ["Ada Ruiz moved to Lyon in 1905.",
+                                              "Ada Ruiz taught chemistry there."]
     assert split_clauses("Ada Ruiz was born in Lyon, and her father was a baker.",
-                         "Ada Ruiz")[1] == "Ada Ruiz's father was a baker."
-    assert split_clauses("Ada Ruiz sang and danced.", "Ada Ruiz") == [
+                         "Ada Ruiz", she)[1] == "Ada Ruiz's father was a baker."
+    assert split_clauses("Ada Ruiz sang and danced.", "Ada Ruiz", she) == [
         "Ada Ruiz sang and danced."]
+
+
+@pytest.mark.parametrize("name, fact, answer", [
+    # the pronoun is another person: another gender than the subject's
+    ("Marie Curie", "Marie Curie met Pierre Curie in 1894, and he proposed to her",
+     "Marie Curie was a physicist. She was born in Warsaw. Her husband was Pierre."),
+    # the pronoun is a thing the subject made
+    ("Marie Curie", "Marie Curie founded the Radium Institute, and it became a leading "
+     "laboratory", "Marie Curie was a physicist. She founded an institute."),
+    # no pronoun tells who the subject is: nothing is guessed
+    ("Ada Ruiz", "Ada Ruiz moved to Lyon in 1905, and she taught chemistry there.",
+     "Ada Ruiz moved."),
+])
+def test_a_clause_whose_pronoun_is_not_the_subject_stays_whole(name, fact, answer):
+    assert split_clauses(fact, name, subject_pronouns(answer)) == [fact]
 
 
 def test_a_swap_pairs_a_year_with_a_year_not_with_the_day():

@@ -277,10 +277,13 @@ def test_correction_failure_keeps_the_facts():
     assert "Kraków" in prediction.answer
 
 
-def test_short_rewrite_keeps_the_original_sentence():
+def test_a_short_rewrite_makes_the_corrections_in_the_draft_sentence_instead():
     prediction, _, _ = run(RewriteSentence=lambda i: {"sentence": "Ok."})
-    assert S0 in prediction.answer
-    assert prediction.trace.sentences[0].kept_verbatim
+    trace = prediction.trace
+    # "born in Kraków in 1867": the fix is placed in the draft's own words, 1867 kept
+    assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
+    assert "Ok." not in prediction.answer and "Kraków" not in prediction.answer
+    assert any("too short" in e.message and "in place" in e.message for e in trace.events)
 
 
 def test_short_reconstruction_falls_back_to_the_received_answer():
@@ -371,12 +374,11 @@ def test_a_predictor_name_in_lms_overrides_its_stage_for_that_predictor_only():
     assert "JudgeFacts" in {c["signature"] for c in verify.calls}
 
 
-def test_runaway_rewrite_states_the_corrected_facts_instead():
+def test_runaway_rewrite_falls_back_to_the_corrections_in_place():
     looping = "The verified facts are the only source of truth. " * 20
     prediction, _, _ = run(RewriteSentence=lambda i: {"sentence": looping})
     trace = prediction.trace
-    assert trace.sentences[0].rewritten == (
-        "Marie Curie was born in Warsaw. Marie Curie was born in 1867.")
+    assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
     assert "source of truth" not in prediction.answer
     assert "Kraków" not in prediction.answer
     assert any("ran away" in e.message for e in trace.events)
