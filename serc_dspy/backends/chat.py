@@ -33,7 +33,7 @@ from dspy import lm15
 from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
-from serc_dspy.errors import StepFailed, UserError
+from serc_dspy.errors import StepFailed, UserError, redact
 from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 DEFAULT_MAX_TOKENS = 512
@@ -155,7 +155,7 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
     if "error" in payload:
         error = payload["error"]
         message = error.get("message", error) if isinstance(error, dict) else error
-        raise lm15.ServerError(f"{model}: {message}", status=_status(error))
+        raise lm15.ServerError(redact(f"{model}: {message}"), status=_status(error))
     try:
         choice = payload["choices"][0]
         content = choice["message"].get("content") or ""
@@ -386,7 +386,9 @@ class HttpChatEngine(ChatEngine):
             with urllib.request.urlopen(http, timeout=self.timeout) as reply:
                 return json.loads(reply.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
+            # Redacted before it is cut: a cut inside an echoed key would leave a prefix that
+            # no longer matches the key.
+            detail = redact(exc.read().decode("utf-8", "replace"))[:300]
             if exc.code in (429, 503):
                 raise _Busy(lm15.RateLimitError(f"{self.name}: HTTP {exc.code}: {detail}",
                                                 status=exc.code),
@@ -395,7 +397,7 @@ class HttpChatEngine(ChatEngine):
                 lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError)
             raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            reason = redact(getattr(exc, "reason", exc))
             raise lm15.TransportError(f"{self.name}: cannot reach {url}: {reason}") from None
         except json.JSONDecodeError as exc:
             raise lm15.ServerError(f"{self.name}: the server's reply is not JSON ({exc})") from None
