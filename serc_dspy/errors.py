@@ -23,6 +23,14 @@ class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
 
 
+class KeyRejected(UserError):
+    """A server rejected the API key (HTTP 401 or 403): every later call would be rejected the
+    same way, so it aborts instead of degrading. Its message is redacted when it is built."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(redact(message))
+
+
 class StepFailed(RuntimeError):
     """Our own degrade-family errors (a search outage, a truncated output, a passed deadline, a
     server that died): a step failed and falls back; it never aborts a run by itself."""
