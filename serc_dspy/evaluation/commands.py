@@ -112,7 +112,7 @@ def _retriever(args, needs: bool):
 def run_command(args) -> int:
     from serc_dspy.backends.spec import apply_run_defaults, run_defaults
     from serc_dspy.evaluation.datasets import load_dataset
-    from serc_dspy.evaluation.runner import run_experiment
+    from serc_dspy.evaluation.runner import file_sha256, run_experiment
     from serc_dspy.programs import get_method
 
     apply_run_defaults(args)
@@ -132,8 +132,10 @@ def run_command(args) -> int:
     summary = run_experiment(
         args.method, items, args.out, retriever=retriever, lm=lm, workers=args.workers,
         limit=args.limit, progress=not args.quiet, dataset=args.dataset,
-        meta={"dataset_path": str(args.dataset_path), "drafts": args.drafts,
-              "lm_spec": args.lm, "max_tokens": args.max_tokens},
+        meta={"dataset_path": str(args.dataset_path),
+              "dataset_sha256": file_sha256(args.dataset_path), "drafts": args.drafts,
+              "drafts_sha256": file_sha256(args.drafts), "lm_spec": args.lm,
+              "max_tokens": args.max_tokens},
         top_k=args.top_k, context_chars=args.context_chars, max_workers=args.method_workers,
         queries=defaults["queries"], evidence=defaults["evidence"],
         verdicts=defaults["verdicts"],
