@@ -68,8 +68,15 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"results file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a results file (JSON lines): it is not UTF-8 "
+                        "text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read the results file {path}: {exc.strerror or exc}") from None
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if not line.strip():
             continue
         try:
@@ -152,6 +159,24 @@ class JsonlStore:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def check_results_path(out: Path) -> None:
+    """Refuse a results path that cannot be written, before any work: a folder, a folder at
+    its meta or lock file's path, a parent that is a file or cannot be created."""
+    for path, what in ((out, "the results file"), (sibling(out, ".meta.json"), "its meta file"),
+                       (out.with_name(out.name + ".lock"), "its lock file")):
+        if path.is_dir():
+            raise UserError(f"{what} {path} is a folder; give the results a file path such as "
+                            f"{out / 'run.jsonl' if path == out else 'another --out'}")
+    folder = out.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the folder {folder} of the results file {out}: "
+                        f"{exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UserError(f"the results file {out} is not writable")
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -370,8 +395,14 @@ def run_experiment(
     items = list(items)[:limit] if limit is not None else list(items)
     program = build_method(method, retriever=retriever, **method_options)
     out = Path(out_path)
+    check_results_path(out)
     store = JsonlStore(out)
-    done = store.resume(retry_failed=retry_failed)
+    try:
+        done = store.resume(retry_failed=retry_failed)
+    except OSError as exc:
+        store.close()
+        raise UserError(f"cannot write the results file {out}: "
+                        f"{exc.strerror or exc}") from None
     try:
         return _run_claimed(method, items, out, store, done, retriever=retriever, lm=lm,
                             adapter=adapter, workers=workers, limit=limit, dataset=dataset,
