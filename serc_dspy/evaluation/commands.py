@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.arguments import non_negative, positive
-from serc_dspy.errors import UserError
+from serc_dspy.errors import UserError, redact
 
 DEFAULT_LM = None  # the offline default model (qwen1.5b); see backends/spec.py
 
@@ -228,15 +228,22 @@ def _register_report(subparsers) -> None:
 def report_command(args) -> int:
     from serc_dspy.evaluation.report import write_report
 
+    warned: set[str] = set()
+
+    def warn(message: str) -> None:  # once each, though the HTML report reads the files again
+        if message not in warned:
+            warned.add(message)
+            print(f"serc: warning: {redact(message)}", file=sys.stderr)
+
     out = args.out or str(Path(args.results[0]).parent)
-    text, report_path, plot = write_report(args.results, out)
+    text, report_path, plot = write_report(args.results, out, warn)
     print(text, end="")
     print(f"[wrote {report_path}" + (f" and {plot}]" if isinstance(plot, Path)
                                      else f"; no plot: {plot}]"), file=sys.stderr)
     if args.html:
         from serc_dspy.evaluation.report import write_html_report
 
-        print(f"[wrote {write_html_report(args.results, args.html)}]", file=sys.stderr)
+        print(f"[wrote {write_html_report(args.results, args.html, warn)}]", file=sys.stderr)
     return 0
 
 
