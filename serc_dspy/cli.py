@@ -225,8 +225,12 @@ def run(args) -> int:
 
     from serc_dspy.backends.spec import apply_run_defaults
     from serc_dspy.programs import build_method, get_method
+    from serc_dspy.throttle import check_rate
 
     apply_run_defaults(args)
+    for option, rate in (("--lm-rate", args.lm_rate), ("--search-rate", args.search_rate)):
+        if rate is not None:
+            check_rate(rate, option)
     if args.trace:
         check_writable(args.trace, "--trace")
     if args.html:

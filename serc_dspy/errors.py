@@ -23,6 +23,14 @@ class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
 
 
+class KeyRejected(UserError):
+    """A server rejected the API key (HTTP 401 or 403): every later call would be rejected the
+    same way, so it aborts instead of degrading. Its message is redacted when it is built."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(redact(message))
+
+
 class StepFailed(RuntimeError):
     """Our own degrade-family errors (a search outage, a truncated output, a passed deadline, a
     server that died): a step failed and falls back; it never aborts a run by itself."""
@@ -69,11 +77,49 @@ def configured_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Characters a key is made of: a prefix of a key followed by one of these is another token.
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-")
+
+
+def _cut_here(text: str, end: int) -> bool:
+    """Whether a key-like token ends at `end`: the text ends there, or the next character
+    (after any dots: an ellipsis) is not a key character."""
+    while end < len(text) and text[end] == ".":
+        end += 1
+    return end == len(text) or text[end] not in _KEY_CHARS
+
+
+def _redact_cut_key(text: str, secret: str) -> str:
+    """`text` with every prefix of `secret` of `MIN_SECRET_CHARS` or more characters that ends
+    a token (see `_cut_here`) replaced: what is left of a key when a message was cut inside
+    it. A prefix followed by more key characters is another token and is left alone."""
+    head, out, done = secret[:MIN_SECRET_CHARS], [], 0
+    start = text.find(head)
+    while start != -1:
+        length, limit = MIN_SECRET_CHARS, min(len(secret), len(text) - start)
+        while length < limit and text[start + length] == secret[length]:
+            length += 1
+        while length >= MIN_SECRET_CHARS and not _cut_here(text, start + length):
+            length -= 1
+        if length < MIN_SECRET_CHARS:
+            start = text.find(head, start + 1)
+            continue
+        out += [text[done:start], "[redacted]"]
+        done = start + length
+        start = text.find(head, done)
+    return "".join(out) + text[done:]
+
+
 def redact(text: str) -> str:
-    """`text` with every configured secret, and any bearer token, replaced by `[redacted]`."""
+    """`text` with every configured secret, any prefix of one that a cut left behind (8 or
+    more characters, at the end of the text or before a non-key character), and any bearer
+    token, replaced by `[redacted]`."""
     text = str(text)
-    for secret in configured_secrets():
+    secrets = configured_secrets()
+    for secret in secrets:
         text = text.replace(secret, "[redacted]")
+    for secret in secrets:
+        text = _redact_cut_key(text, secret)
     return _BEARER.sub(r"\1[redacted]", text)
 
 

@@ -43,7 +43,16 @@ from typing import Any, TypeVar
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
-from serc_dspy.errors import MalformedOutput, StepFailed, UserError, caused_by, describe, redact
+from serc_dspy.errors import (
+    KeyRejected,
+    MalformedOutput,
+    StepFailed,
+    UserError,
+    caused_by,
+    describe,
+    one_line,
+    redact,
+)
 from serc_dspy.trace import StepUsage, Trace
 
 T = TypeVar("T")
@@ -112,11 +121,21 @@ def tracked_call(predictor: dspy.Predict, record: Record, *, lm: Any = None,
     with dspy.context(**settings), track_usage() as tracker:
         try:
             prediction = predictor(**inputs)
-        except Exception:
+        except Exception as exc:
             record(model, StepUsage(calls=1, failed=1))
+            _raise_rejected_key(exc)
             raise
     _report_usage(tracker, record, model)
     return prediction
+
+
+def _raise_rejected_key(exc: Exception) -> None:
+    """A provider's rejected key (DSPy's `LMAuthError`, HTTP 401/403, from any backend) is a
+    configuration error: raised as `KeyRejected` (redacted), which aborts the run."""
+    if isinstance(exc, dspy.LMAuthError) and not isinstance(exc, UserError):
+        status = getattr(exc, "status", None)
+        raise KeyRejected(f"the LM rejected its API key{f' (HTTP {status})' if status else ''}: "
+                          f"{one_line(exc)}") from exc
 
 
 _SYNC_ONLY: weakref.WeakSet = weakref.WeakSet()
@@ -142,8 +161,9 @@ async def tracked_acall(predictor: dspy.Predict, record: Record, *, lm: Any = No
             await _settle(call)
             _report_cancelled(call, tracker, record, model)
             raise
-        except Exception:
+        except Exception as exc:
             record(model, StepUsage(calls=1, failed=1))
+            _raise_rejected_key(exc)
             raise
     _report_usage(tracker, record, model)
     return prediction

@@ -7,12 +7,30 @@ retrievers (`RateLimited`), and take an injectable clock so tests pin behaviour,
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from serc_dspy.errors import UserError
+
+MIN_RATE = 1e-3
+"""The slowest rate limit accepted (one request in about 17 minutes): anything slower is a
+typo that would leave every call waiting past its deadline."""
+
+
+def check_rate(rate: float, what: str = "a rate limit") -> float:
+    """`rate` (requests per second) when it is a finite number of at least `MIN_RATE`."""
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        raise UserError(f"{what} must be a number of requests per second, got "
+                        f"{rate!r}") from None
+    if not math.isfinite(value) or value < MIN_RATE:
+        raise UserError(f"{what} must be a finite number of requests per second of at least "
+                        f"{MIN_RATE:g}, got {rate!r}")
+    return value
 
 
 class TokenBucket:
@@ -21,8 +39,9 @@ class TokenBucket:
     def __init__(self, rate: float, burst: int = 1, *,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
-        if rate <= 0 or burst < 1:
-            raise UserError(f"a rate limit needs rate > 0 and burst >= 1 (got {rate}, {burst})")
+        check_rate(rate)
+        if burst < 1:
+            raise UserError(f"a rate limit needs burst >= 1 (got {burst})")
         self.rate, self.burst = float(rate), int(burst)
         self.clock, self.sleep = clock, sleep
         self.tokens = float(burst)

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextvars
 import copy
 import functools
+import hashlib
 import json
 import os
 import re
@@ -32,8 +33,9 @@ from typing import Any
 from dspy import lm15
 from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
+from dspy.utils.exceptions import LMAuthError
 
-from serc_dspy.errors import MalformedOutput, StepFailed, UserError
+from serc_dspy.errors import KeyRejected, MalformedOutput, StepFailed, UserError, redact
 from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 DEFAULT_MAX_TOKENS = 512
@@ -47,6 +49,15 @@ API_KEY_ENV = "SERC_LM_API_KEY"
 
 class BackendError(UserError):
     """An LM backend cannot be built or used; the message says what to install or pass."""
+
+
+class LMKeyRejected(KeyRejected, LMAuthError):
+    """The server rejected the API key (HTTP 401 or 403): a configuration error that aborts a
+    run (CLI exit 2), with its message redacted. Also a DSPy `LMAuthError`, which DSPy passes
+    through unchanged."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        LMAuthError.__init__(self, redact(message), status=status)
 
 
 class OutputTruncated(StepFailed):
@@ -161,7 +172,11 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
     if "error" in payload:
         error = payload["error"]
         message = error.get("message", error) if isinstance(error, dict) else error
-        raise lm15.ServerError(f"{model}: {message}", status=_status(error))
+        status = _status(error)
+        if status in (401, 403):
+            raise LMKeyRejected(f"{model}: the server rejected the API key (HTTP {status}): "
+                                f"{message}; check {API_KEY_ENV}", status=status)
+        raise lm15.ServerError(redact(f"{model}: {message}"), status=status)
     try:
         choice = payload["choices"][0]
         content = choice["message"].get("content") or ""
@@ -364,10 +379,42 @@ class HttpChatEngine(ChatEngine):
         self.in_flight = InFlightLimit(max_in_flight) if max_in_flight else None
         self.bucket = TokenBucket(rate, burst=max(1, max_in_flight or 1), sleep=sleep) \
             if rate else None
+        # Fingerprints (never the key itself) of the key the server last answered, and of a
+        # key it rejected, with the rejection's message and status.
+        self._key_gate = threading.Lock()
+        self._key_answered: str | None = None
+        self._key_rejected: tuple[str, str, int | None] | None = None
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One request, throttled (`max_in_flight`, `rate` requests per second) and retried
-        with backoff on HTTP 429 and 503 (the server's `Retry-After` when it sends one)."""
+        with backoff on HTTP 429 and 503 (the server's `Retry-After` when it sends one).
+
+        Until the server has answered one request with the current key, requests go one at a
+        time: a rejected key (HTTP 401 or 403) then costs one request, not one per worker, and
+        every later call with that key raises `LMKeyRejected` without sending anything."""
+        key = _fingerprint(os.environ.get(API_KEY_ENV))
+        if self._key_answered != key:
+            with self._key_gate:
+                if self._key_answered != key:  # the first request with this key
+                    return self._send_with(key, body)
+        return self._send_with(key, body)
+
+    def _send_with(self, key: str, body: dict[str, Any]) -> dict[str, Any]:
+        rejected = self._key_rejected
+        if rejected is not None and rejected[0] == key:
+            raise LMKeyRejected(rejected[1], status=rejected[2])
+        try:
+            reply = self._send_retrying(body)
+        except LMKeyRejected as exc:
+            self._key_rejected, self._key_answered = (key, str(exc), exc.status), None
+            raise
+        except Exception:
+            self._key_answered = key  # not a rejection: the other requests may go
+            raise
+        self._key_answered = key
+        return reply
+
+    def _send_retrying(self, body: dict[str, Any]) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
             if self.bucket is not None:
                 self.bucket.acquire()
@@ -412,16 +459,21 @@ class HttpChatEngine(ChatEngine):
             with urllib.request.urlopen(http, timeout=self.timeout) as reply:
                 return json.loads(reply.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
+            # Redacted before it is cut: a cut inside an echoed key would leave a prefix that
+            # no longer matches the key.
+            detail = redact(exc.read().decode("utf-8", "replace"))[:300]
+            if exc.code in (401, 403):
+                raise LMKeyRejected(f"{self.name}: the server rejected the API key (HTTP "
+                                    f"{exc.code}): {detail}; check {API_KEY_ENV}",
+                                    status=exc.code) from None
             if exc.code in (429, 503):
                 raise _Busy(lm15.RateLimitError(f"{self.name}: HTTP {exc.code}: {detail}",
                                                 status=exc.code),
                             exc.headers.get("Retry-After")) from None
-            kind = lm15.AuthError if exc.code in (401, 403) else (
-                lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError)
+            kind = lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError
             raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            reason = redact(getattr(exc, "reason", exc))
             raise lm15.TransportError(f"{self.name}: cannot reach {url}: {reason}") from None
         except json.JSONDecodeError as exc:
             raise lm15.ServerError(f"{self.name}: the server's reply is not JSON ({exc})") from None
@@ -440,6 +492,11 @@ class HttpChatEngine(ChatEngine):
                    max_in_flight=state.get("max_in_flight"), rate=state.get("rate"),
                    max_retries=state.get("max_retries", 3),
                    backoff=state.get("backoff", 1.0))
+
+
+def _fingerprint(key: str | None) -> str:
+    """A key's SHA-256, so an engine can recognise a rejected key without holding it."""
+    return hashlib.sha256((key or "").encode("utf-8")).hexdigest()
 
 
 class _Busy(Exception):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.arguments import non_negative, positive
-from serc_dspy.errors import UserError
+from serc_dspy.errors import UserError, redact
 
 DEFAULT_LM = None  # the offline default model (qwen1.5b); see backends/spec.py
 
@@ -112,7 +112,7 @@ def _retriever(args, needs: bool):
 def run_command(args) -> int:
     from serc_dspy.backends.spec import apply_run_defaults, run_defaults
     from serc_dspy.evaluation.datasets import load_dataset
-    from serc_dspy.evaluation.runner import run_experiment
+    from serc_dspy.evaluation.runner import file_sha256, run_experiment
     from serc_dspy.programs import get_method
 
     apply_run_defaults(args)
@@ -132,8 +132,10 @@ def run_command(args) -> int:
     summary = run_experiment(
         args.method, items, args.out, retriever=retriever, lm=lm, workers=args.workers,
         limit=args.limit, progress=not args.quiet, dataset=args.dataset,
-        meta={"dataset_path": str(args.dataset_path), "drafts": args.drafts,
-              "lm_spec": args.lm, "max_tokens": args.max_tokens},
+        meta={"dataset_path": str(args.dataset_path),
+              "dataset_sha256": file_sha256(args.dataset_path), "drafts": args.drafts,
+              "drafts_sha256": file_sha256(args.drafts), "lm_spec": args.lm,
+              "max_tokens": args.max_tokens},
         top_k=args.top_k, context_chars=args.context_chars, max_workers=args.method_workers,
         queries=defaults["queries"], evidence=defaults["evidence"],
         verdicts=defaults["verdicts"],
@@ -226,15 +228,22 @@ def _register_report(subparsers) -> None:
 def report_command(args) -> int:
     from serc_dspy.evaluation.report import write_report
 
+    warned: set[str] = set()
+
+    def warn(message: str) -> None:  # once each, though the HTML report reads the files again
+        if message not in warned:
+            warned.add(message)
+            print(f"serc: warning: {redact(message)}", file=sys.stderr)
+
     out = args.out or str(Path(args.results[0]).parent)
-    text, report_path, plot = write_report(args.results, out)
+    text, report_path, plot = write_report(args.results, out, warn)
     print(text, end="")
     print(f"[wrote {report_path}" + (f" and {plot}]" if isinstance(plot, Path)
                                      else f"; no plot: {plot}]"), file=sys.stderr)
     if args.html:
         from serc_dspy.evaluation.report import write_html_report
 
-        print(f"[wrote {write_html_report(args.results, args.html)}]", file=sys.stderr)
+        print(f"[wrote {write_html_report(args.results, args.html, warn)}]", file=sys.stderr)
     return 0
 
 

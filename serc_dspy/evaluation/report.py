@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import UserError, one_line
 from serc_dspy.evaluation.metrics import CostSummary, summarize_cost, token_reduction
 from serc_dspy.evaluation.runner import (
     factscore_summary,
@@ -43,6 +44,27 @@ class RunReport(BaseModel):
     factscore: dict[str, Any] | None = None
     truthfulqa: dict[str, Any] | None = None
     noise: dict[str, Any] | None = None
+    malformed: dict[int, str] = Field(default_factory=dict)
+    """Record number (1-based) -> why its trace is skipped (it is not a valid trace)."""
+
+
+Warn = Callable[[str], None]
+
+
+def _trace_problem(record: dict[str, Any]) -> str | None:
+    """Why a record's trace cannot be read as a `Trace`, or None (a valid trace, or none)."""
+    from serc_dspy.trace import Trace
+
+    trace = record.get("trace")
+    if trace is None:
+        return None
+    if not isinstance(trace, dict):
+        return f"the trace is a {type(trace).__name__}, not an object"
+    try:
+        Trace.model_validate(trace)
+    except Exception as exc:  # pydantic's error, in one line
+        return one_line(exc)[:200]
+    return None
 
 
 def run_path_of(path: str | os.PathLike[str]) -> Path:
@@ -62,11 +84,21 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_run(path: str | os.PathLike[str]) -> RunReport:
+def load_run(path: str | os.PathLike[str], warn: Warn | None = None) -> RunReport:
+    """One results file and its siblings. A record whose trace is malformed is left out of
+    the cost figures and its decoding view; `warn` is told which (file and item id)."""
     run = run_path_of(path)
     records = read_jsonl(run)
     if not records:
         raise UserError(f"results file {run} has no records")
+    malformed = {}
+    for number, record in enumerate(records, 1):
+        problem = _trace_problem(record)
+        if problem is not None:
+            malformed[number] = problem
+            if warn is not None:
+                warn(f"{run}: item {record.get('id')!r} (line {number}) has a malformed trace, "
+                     f"skipped: {problem}")
     meta = _read_json(sibling(run, ".meta.json"))
     report = RunReport(
         path=str(run),
@@ -74,7 +106,8 @@ def load_run(path: str | os.PathLike[str]) -> RunReport:
         dataset=meta.get("dataset") or records[0].get("dataset"),
         records=len(records),
         failed=sum(1 for r in records if r.get("error")),
-        cost=summarize_cost(records),
+        cost=summarize_cost(r for n, r in enumerate(records, 1) if n not in malformed),
+        malformed=malformed,
     )
     fs_path = sibling(run, ".factscore.jsonl")
     if fs_path.is_file():
@@ -91,7 +124,7 @@ def load_run(path: str | os.PathLike[str]) -> RunReport:
     return report
 
 
-def load_runs(paths: list[str]) -> list[RunReport]:
+def load_runs(paths: list[str], warn: Warn | None = None) -> list[RunReport]:
     if not paths:
         raise UserError("no results files given")
     seen, runs = set(), []
@@ -99,7 +132,7 @@ def load_runs(paths: list[str]) -> list[RunReport]:
         run = run_path_of(path)
         if run.resolve() not in seen:
             seen.add(run.resolve())
-            runs.append(load_run(run))
+            runs.append(load_run(run, warn))
     keys = Counter((r.method, r.dataset) for r in runs)
     for run in runs:
         duplicate = keys[(run.method, run.dataset)] > 1
@@ -262,14 +295,15 @@ def write_plot(runs: list[RunReport], path: str | os.PathLike[str]) -> Path | No
     return save_figure(fig, path)
 
 
-def write_report(paths: list[str], out_dir: str | os.PathLike[str]
+def write_report(paths: list[str], out_dir: str | os.PathLike[str], warn: Warn | None = None
                  ) -> tuple[str, Path, Path | str]:
     """Build the markdown and the plot.
 
     Returns (markdown, report path, plot path), where the plot is instead a string saying why
     there is none (no scores yet, or matplotlib missing): the tables never depend on it.
+    `warn` is told of records skipped for a malformed trace.
     """
-    runs = load_runs(paths)
+    runs = load_runs(paths, warn)
     text = markdown_report(runs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -324,14 +358,16 @@ def _png_data(path: Path) -> str | None:
 _REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
-def write_html_report(paths: list[str], html_path: str | os.PathLike[str]) -> Path:
+def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
+                      warn: Warn | None = None) -> Path:
     """One HTML file with the tables and plots, linking each item to its own decoding view
-    (written next to it in `<name>_views/`)."""
+    (written next to it in `<name>_views/`). An item whose trace is malformed gets no view;
+    `warn` is told which, and the rest is rendered."""
     import html
 
     from serc_dspy.trace import Trace
 
-    runs = load_runs(paths)
+    runs = load_runs(paths, warn)
     target = Path(html_path)
     target.parent.mkdir(parents=True, exist_ok=True)
     views = target.with_name(target.stem + "_views")
@@ -344,8 +380,11 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str]) -> Pa
         rows = []
         for number, record in enumerate(read_jsonl(run.path), 1):
             trace = record.get("trace")
-            status = "failed: " + str(record["error"]) if record.get("error") else (
-                (trace or {}).get("status", "?"))
+            if number in run.malformed:
+                status, trace = "malformed trace: no decoding view", None
+            else:
+                status = "failed: " + str(record["error"]) if record.get("error") else (
+                    (trace or {}).get("status", "?"))
             link = ""
             if isinstance(trace, dict):
                 page = views / Path(run.path).stem / f"{number}.html"

@@ -69,8 +69,15 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"results file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a results file (JSON lines): it is not UTF-8 "
+                        "text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read the results file {path}: {exc.strerror or exc}") from None
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if not line.strip():
             continue
         try:
@@ -153,6 +160,24 @@ class JsonlStore:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def check_results_path(out: Path) -> None:
+    """Refuse a results path that cannot be written, before any work: a folder, a folder at
+    its meta or lock file's path, a parent that is a file or cannot be created."""
+    for path, what in ((out, "the results file"), (sibling(out, ".meta.json"), "its meta file"),
+                       (out.with_name(out.name + ".lock"), "its lock file")):
+        if path.is_dir():
+            raise UserError(f"{what} {path} is a folder; give the results a file path such as "
+                            f"{out / 'run.jsonl' if path == out else 'another --out'}")
+    folder = out.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the folder {folder} of the results file {out}: "
+                        f"{exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UserError(f"the results file {out} is not writable")
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -247,23 +272,71 @@ def _lm_name(lm: Any) -> str | None:
 
 
 _CONCURRENCY_OPTIONS = {"max_workers", "progress"}
+RESULT_INPUTS = ("dataset_path", "dataset_sha256", "drafts", "drafts_sha256", "max_tokens")
+"""Entries of a run's `meta` that change its results: a resume must match them."""
+DECODING_OPTIONS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+                    "min_p", "seed", "stop", "n", "presence_penalty", "frequency_penalty",
+                    "repetition_penalty", "repeat_penalty", "reasoning_effort")
+"""The LM's own settings that change what it writes (recorded as `decoding` in the meta)."""
+
+
+def file_sha256(path: str | os.PathLike[str] | None) -> str | None:
+    """The SHA-256 of a file's bytes (a dataset's identity: another file under the same name,
+    or the same file edited, is another experiment); None without a readable file."""
+    import hashlib
+
+    if path is None or not Path(path).is_file():
+        return None
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _decoding(lm: Any) -> dict[str, Any]:
+    """The LM's decoding options (`max_tokens`, `temperature`, ...) as the run sees them."""
+    if lm is None:
+        lm = dspy.settings.lm
+    kwargs = getattr(lm, "kwargs", None)
+    if not isinstance(kwargs, Mapping):
+        return {}
+    return _jsonable({k: kwargs[k] for k in DECODING_OPTIONS if k in kwargs})
+
+
+def _refuse(meta_path: Path, key: str, before: Any, now: Any) -> None:
+    raise UserError(f"{meta_path.name} says these results were made with {key} {before!r}, "
+                    f"not {now!r}; resume with the same {key} or write to another --out file")
 
 
 def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[str, Any],
-                         inputs: Mapping[str, Any] | None = None) -> None:
-    """Refuse to resume a results file with another LM or other method options: one file
-    must hold one experiment. Concurrency options may change between resumes."""
-    previous = parse_json(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    if not previous:
+                         inputs: Mapping[str, Any] | None = None,
+                         decoding: Mapping[str, Any] | None = None) -> None:
+    """Refuse to resume a results file with another LM, other method options, other inputs
+    (dataset, its path and content, retriever) or other decoding options: one file must hold
+    one experiment. Concurrency options may change between resumes."""
+    try:
+        previous = parse_json(meta_path.read_text(encoding="utf-8")) \
+            if meta_path.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read {meta_path}: {exc}; move it away to start a new "
+                        "experiment, or write to another --out file") from None
+    if not isinstance(previous, dict) or not previous:
         return
     before = {k: v for k, v in (previous.get("options") or {}).items()
               if k not in _CONCURRENCY_OPTIONS}
     now = {k: v for k, v in _jsonable(options).items() if k not in _CONCURRENCY_OPTIONS}
     for key, value in (inputs or {}).items():
         if key in previous and previous[key] != value:
-            raise UserError(f"{meta_path.name} says these results were made with {key} "
-                            f"{previous[key]!r}, not {value!r}; resume with the same {key} or "
-                            "write to another --out file")
+            _refuse(meta_path, key, previous[key], value)
+    recorded = previous.get("decoding")
+    if isinstance(recorded, dict) and decoding is not None:
+        for key in dict.fromkeys([*recorded, *decoding]):
+            if recorded.get(key) != decoding.get(key):
+                _refuse(meta_path, key, recorded.get(key), decoding.get(key))
     if previous.get("lm") != lm_name or before != now:
         raise UserError(
             f"{meta_path.name} says these results were made with lm {previous.get('lm')!r} "
@@ -323,8 +396,14 @@ def run_experiment(
     items = list(items)[:limit] if limit is not None else list(items)
     program = build_method(method, retriever=retriever, **method_options)
     out = Path(out_path)
+    check_results_path(out)
     store = JsonlStore(out)
-    done = store.resume(retry_failed=retry_failed)
+    try:
+        done = store.resume(retry_failed=retry_failed)
+    except OSError as exc:
+        store.close()
+        raise UserError(f"cannot write the results file {out}: "
+                        f"{exc.strerror or exc}") from None
     try:
         return _run_claimed(method, items, out, store, done, retriever=retriever, lm=lm,
                             adapter=adapter, workers=workers, limit=limit, dataset=dataset,
@@ -343,16 +422,20 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
                         f"{method!r}; use another --out file")
     todo = [item for item in items if item.id not in done]
     meta_path = sibling(out, ".meta.json")
+    meta = _jsonable(meta or {})
+    decoding = _decoding(lm)
     if done:
         retriever_name = getattr(retriever, "name", None) if retriever is not None else None
         _check_same_settings(meta_path, _lm_name(lm), method_options,
-                             {"dataset": dataset, "retriever": retriever_name})
+                             {"dataset": dataset, "retriever": retriever_name,
+                              **{k: meta[k] for k in RESULT_INPUTS if k in meta}},
+                             decoding)
     info = {
         **_provenance(meta_path),
         "method": method, "dataset": dataset, "lm": _lm_name(lm),
         "retriever": getattr(retriever, "name", None) if retriever is not None else None,
-        "options": _jsonable(method_options), "workers": workers, "limit": limit,
-        "items": len(items), **_jsonable(meta or {}),
+        "options": _jsonable(method_options), "decoding": decoding, "workers": workers,
+        "limit": limit, "items": len(items), **meta,
         "started": _now(),
     }
     _write_json(meta_path, info)

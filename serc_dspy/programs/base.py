@@ -40,6 +40,9 @@ STAGES = STAGE_ORDER
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
 RETRIEVING_STEPS = frozenset({"verify", "agreement", "sub_question"})
 """Baseline steps that search (named in their `Step.name`)."""
+EMPTY_OUTPUT = "the LM returned empty output"
+"""The event (and failure) of an LM that answered the question with nothing: a failure, unlike
+an LM that refused or a retrieval that found nothing (status `no_info`)."""
 
 
 class InputError(UserError):
@@ -151,8 +154,10 @@ class TracedProgram(dspy.Module):
         if draft is not None:
             answer, trace.draft_given = draft, True
         else:
-            answer = (await run.call("answerer", question=question,
-                                     config={"temperature": 0.0})).answer.strip()
+            answer = ((await run.call("answerer", question=question,
+                                      config={"temperature": 0.0})).answer or "").strip()
+            if not answer:
+                run.log("generate", f"{EMPTY_OUTPUT}: no answer to the question", "error")
         trace.initial_answer = answer
         return answer
 
@@ -199,12 +204,29 @@ class TracedProgram(dspy.Module):
                 usage.failed + usage.cancelled == usage.calls:
             self.fail(run, f"every LM call failed ({usage.calls} made); last error: "
                            f"{next((e.message for e in reversed(trace.errors)), 'unknown')}")
+        if trace.status != "failed" and self.lm_gave_nothing(run, answer):
+            answer = trace.answer = ""
+            self.fail(run, f"{EMPTY_OUTPUT}: the question got an empty answer and nothing "
+                           "usable came back (not a refusal, not a retrieval that found "
+                           "nothing)")
         if trace.status == "failed":
             logger.warning("%s: %s", self.method_name, trace.failure)
             if self.on_error == "raise":
                 raise DecodingFailed(trace.failure or "decoding failed", trace)
         return dspy.Prediction(answer=answer, initial_answer=run.trace.initial_answer,
                                trace=run.trace, usage=run.trace.usage)
+
+    @staticmethod
+    def lm_gave_nothing(run: Run, answer: str) -> bool:
+        """Whether the LM answered the question (no draft given) with empty output and nothing
+        usable replaced it: the answer is empty, or the run found no information with nothing
+        received (a refusal would have been received, and is `no_info`, not a failure)."""
+        trace = run.trace
+        if trace.draft_given or trace.initial_answer.strip():
+            return False
+        if trace.status == "no_info":
+            return not trace.received.strip()
+        return not (answer or "").strip()
 
     def fail(self, run: Run, reason: str) -> None:
         """Mark the run failed: the answer it returns is the input, not a correction."""

@@ -172,11 +172,27 @@ _ERROR_TEXT = re.compile(
     r"(error|exception|traceback \(most recent call last\))\s*:|"
     r"(search|retrieval) (failed|error)\b)",
     re.IGNORECASE)
+# An HTTP error page or status line returned as text ("Error 503: ...", "503 Service
+# Unavailable", "HTTP/1.1 502 Bad Gateway", "Internal Server Error"), possibly inside HTML tags.
+_HTTP_REASONS = (r"bad request|unauthori[sz]ed|forbidden|not found|request time-?out|"
+                 r"too many requests|internal server error|not implemented|bad gateway|"
+                 r"service (temporarily )?unavailable|gateway time-?out")
+_HTTP_ERROR_TEXT = re.compile(
+    r"^\s*(<[^>]{0,200}>\s*)*("
+    r"(http(/\d(\.\d)?)?\s+|status(\s+code)?\s*:?\s*)?(error\s*)?[45]\d\d\s*[:\-]?\s*"
+    rf"({_HTTP_REASONS})\b|"
+    r"(http\s+)?error\s*[45]\d\d\b|"
+    r"http(/\d(\.\d)?)?\s+[45]\d\d\b|"
+    r"status(\s+code)?\s*:?\s*[45]\d\d\b|"
+    r"(internal server error|service (temporarily )?unavailable|gateway time-?out|"
+    r"too many requests)\b)",
+    re.IGNORECASE)
 
 
 def looks_like_error(text: str) -> bool:
-    """True for the obvious forms of an error message returned as passage text."""
-    return bool(_ERROR_TEXT.match(text or ""))
+    """True for the obvious forms of an error message returned as passage text, HTTP error
+    statuses and pages included."""
+    return bool(_ERROR_TEXT.match(text or "") or _HTTP_ERROR_TEXT.match(text or ""))
 
 
 def as_retriever(fn: Callable[[str, int], Any]) -> Retriever:
