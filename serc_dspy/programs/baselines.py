@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import dspy
 
+from serc_dspy.layout import Layout
 from serc_dspy.programs.base import Run, StepSpec, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
@@ -26,7 +27,7 @@ from serc_dspy.signatures import (
     SubQuestions,
     VerifiedAnswer,
 )
-from serc_dspy.text import split_sentences, unique_texts
+from serc_dspy.text import unique_texts
 from serc_dspy.trace import Step
 
 
@@ -128,12 +129,13 @@ class RARR(TracedProgram):
     async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
         received = await self.initial_answer(run, question, draft)
-        sentences = split_sentences(received)
+        layout = Layout.parse(received)  # list lines, paragraphs and code stay where they are
+        sentences = layout.sentences
         revised = await run.map("revise", lambda s: self.revise_sentence(run, question, s),
                                 sentences)
         if revised == sentences:
             return self.finish(run, received)
-        return self.finish(run, " ".join(revised))
+        return self.finish(run, layout.rebuild(revised))
 
     async def revise_sentence(self, run: Run, question: str, sentence: str) -> str:
         async def research_questions() -> list[str]:
