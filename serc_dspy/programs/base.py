@@ -26,7 +26,7 @@ from serc_dspy.steps import (
     StepSpec,
     run_sync,
 )
-from serc_dspy.text import defang
+from serc_dspy.text import defang, split_sentences
 from serc_dspy.trace import Passage, Step, Trace
 
 __all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
@@ -37,6 +37,9 @@ logger = logging.getLogger("serc_dspy")
 STAGES = STAGE_ORDER
 """The LM stages `lms={...}` routes, in pipeline order."""
 NO_INFO_ANSWER = "I could not find verified information to answer this question."
+MAX_INPUT_CHARS = 2_000_000
+"""The longest question or draft a program accepts (about 2 MB of text, some 300,000 words):
+refused before any work, since splitting and prompts grow with it."""
 
 
 class InputError(UserError):
@@ -44,11 +47,15 @@ class InputError(UserError):
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """Reject empty or non-string inputs with a message naming the argument."""
+    """Reject empty, oversized (`MAX_INPUT_CHARS`) or non-string inputs with a message naming
+    the argument."""
     if value is None and allow_none:
         return None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_INPUT_CHARS:
+        raise InputError(f"{name} is {len(value):,} characters; at most {MAX_INPUT_CHARS:,} "
+                         "are accepted")
     if not value.strip():
         raise InputError(f"{name} is empty")
     return value.strip()
@@ -199,6 +206,19 @@ class TracedProgram(dspy.Module):
         run.trace.status = "failed"
         run.trace.failure = redact(reason)
         run.log("run", f"decoding failed: {run.trace.failure}", "error")
+
+    def sentences(self, run: Run, text: str) -> list[str] | None:
+        """`text` split into sentences under the run's deadline, which is checked before the
+        split starts and between its blocks: past it the run fails (nothing was checked) and
+        None comes back."""
+        try:
+            if run.deadline is not None and time.monotonic() > run.deadline:
+                raise TimeoutError("it had passed before splitting started")
+            return split_sentences(text, deadline=run.deadline)
+        except TimeoutError as exc:
+            self.fail(run, f"the run's deadline of {self.deadline_s:g}s passed before the "
+                           f"answer was split into sentences ({exc}); nothing was checked")
+            return None
 
     def add_step(self, run: Run, step: Step) -> Step:
         with run.lock:

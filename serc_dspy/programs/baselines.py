@@ -26,7 +26,7 @@ from serc_dspy.signatures import (
     SubQuestions,
     VerifiedAnswer,
 )
-from serc_dspy.text import split_sentences, unique_texts
+from serc_dspy.text import unique_texts
 from serc_dspy.trace import Step
 
 
@@ -128,7 +128,9 @@ class RARR(TracedProgram):
     async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
         received = await self.initial_answer(run, question, draft)
-        sentences = split_sentences(received)
+        sentences = self.sentences(run, received)
+        if sentences is None:  # the deadline passed first
+            return self.finish(run, received)
         revised = await run.map("revise", lambda s: self.revise_sentence(run, question, s),
                                 sentences)
         if revised == sentences:

@@ -71,7 +71,6 @@ from serc_dspy.text import (
     needs_cold_start,
     normalise,
     similarity,
-    split_sentences,
     unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence
@@ -259,6 +258,8 @@ class SERC(TracedProgram):
         if received is None:                                           # no usable answer
             return self.finish(run, run.trace.answer)
         sentences = self.split(run, received)                          # S_1 .. S_n
+        if sentences is None:                                          # out of time
+            return self.finish(run, received)
         accepted = _AcceptedFacts(len(sentences))
         run.expect("decompose", min(len(sentences), self.max_sentences))
         await gather(*(self.decode_sentence(run, s, accepted) for s in sentences))
@@ -448,10 +449,13 @@ class SERC(TracedProgram):
                 "context-grounded answer")
 
     # == Phase 2: fact decomposition and sparse verification =================================
-    def split(self, run: Run, received: str) -> list[Sentence]:
-        """R -> its sentences, the units the graph is built on."""
+    def split(self, run: Run, received: str) -> list[Sentence] | None:
+        """R -> its sentences, the units the graph is built on; None when the deadline passed
+        first (the run failed)."""
         trace = run.trace
-        texts = split_sentences(received)
+        texts = self.sentences(run, received)
+        if texts is None:
+            return None
         trace.sentences = [Sentence(index=k, text=text) for k, text in enumerate(texts)]
         if len(texts) > self.max_sentences:
             run.log("decompose", f"the answer has {len(texts)} sentences; only the first "
