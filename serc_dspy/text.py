@@ -24,6 +24,49 @@ _REFUSAL = re.compile("|".join(_REFUSAL_PATTERNS), re.IGNORECASE)
 
 SHORT_ANSWER_CHARS = 50
 SHORT_SENTENCE_CHARS = 10
+"""Both are measured by `text_size`, in English-character equivalents, never by `len`."""
+
+# Scripts written without spaces, where one character carries about what an English word does:
+# CJK ideographs (with radicals, extensions and compatibility forms), hiragana and katakana.
+_WIDE_CLASS = ("[\u2e80-\u2fdf\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+               "\uf900-\ufaff\U00020000-\U0002fa1f]")
+_WIDE = re.compile(_WIDE_CLASS)
+_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+WIDE_CHAR_WEIGHT = 3
+"""English characters one CJK ideograph or kana counts for (a Chinese text runs about a third
+of the characters of its English translation)."""
+HANGUL_CHAR_WEIGHT = 2
+"""English characters one Hangul syllable counts for (Korean separates words by spaces, and a
+syllable block is about two letters)."""
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
+
+
+def text_size(text: str) -> int:
+    """The length of `text` (stripped) in English-character equivalents: a CJK ideograph or
+    kana counts `WIDE_CHAR_WEIGHT`, a Hangul syllable `HANGUL_CHAR_WEIGHT`, anything else 1.
+
+    The length rules (`SHORT_ANSWER_CHARS`, `SHORT_SENTENCE_CHARS`) use this, so a complete
+    45-character Chinese answer of three sentences is not "too short" by an English yardstick.
+    """
+    stripped = (text or "").strip()
+    return (len(stripped) + (WIDE_CHAR_WEIGHT - 1) * len(_WIDE.findall(stripped))
+            + (HANGUL_CHAR_WEIGHT - 1) * len(_HANGUL.findall(stripped)))
+
+
+def is_wide(word: str) -> bool:
+    """True for a token of a script without spaces (a CJK ideograph or a kana): one such
+    character is a word of its own (see `words`)."""
+    return bool(word) and _WIDE.match(word) is not None
+
+
+def words(text: str) -> list[str]:
+    """The words and numbers of `text`, in order: runs of letters (with an inner apostrophe,
+    "Curie's"), numbers ("1,867", "3.5"), and each CJK ideograph or kana on its own, since
+    those scripts put no spaces between words ("她死于1934年" -> 她, 死, 于, 1934, 年).
+
+    Every word-count rule uses this; `str.split()` would count a Chinese sentence as one word.
+    """
+    return _WORD.findall(_WIDE.sub(r" \g<0> ", text or ""))
 
 
 _FIELD_MARKER = re.compile(r"\[\[\s*##|##\s*\]\]")
@@ -70,11 +113,11 @@ def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120
 def drifted(output: str, source: str, *, min_overlap: float = 0.4) -> bool:
     """True when a rewrite shares too few content words with what it was written from: a polish
     may reorder and merge, never change the topic."""
-    def words(text: str) -> set[str]:
-        return {w for w in normalise(text).split() if len(w) > 3}
+    def content(text: str) -> set[str]:
+        return {w for w in words(normalise(text)) if len(w) > 3 or is_wide(w)}
 
-    wanted = words(source)
-    return bool(wanted) and len(words(output) & wanted) < min_overlap * len(wanted)
+    wanted = content(source)
+    return bool(wanted) and len(content(output) & wanted) < min_overlap * len(wanted)
 
 
 def is_refusal(text: str) -> bool:
@@ -83,9 +126,10 @@ def is_refusal(text: str) -> bool:
 
 
 def needs_cold_start(text: str) -> bool:
-    """The paper's source-dropout test: a refusal or an answer too short to decode."""
+    """The paper's source-dropout test: a refusal or an answer too short to decode (under
+    `SHORT_ANSWER_CHARS` by `text_size`, so the rule holds for every script)."""
     stripped = (text or "").strip()
-    return is_refusal(stripped) or len(stripped) < SHORT_ANSWER_CHARS
+    return is_refusal(stripped) or text_size(stripped) < SHORT_ANSWER_CHARS
 
 
 _local = threading.local()

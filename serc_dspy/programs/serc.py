@@ -71,6 +71,7 @@ from serc_dspy.text import (
     needs_cold_start,
     normalise,
     similarity,
+    text_size,
     unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence
@@ -792,10 +793,9 @@ class SERC(TracedProgram):
                                    facts=kept)).sentence.strip()
         text = await run.attempt("reconstruct", f"rewrite of sentence {sentence.index} failed",
                                  rewrite, "")
-        if len(text) < SHORT_SENTENCE_CHARS:
-            run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too "
-                    "short; kept the original sentence", "fallback")
+        if text_size(text) < SHORT_SENTENCE_CHARS:
             sentence.kept_verbatim, text = True, sentence.text
+            _keep_original(run, sentence, facts)
         elif problem := (
                 f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
                 else _unfaithful(unstated_details(text, kept, trace.subject))):
@@ -814,10 +814,10 @@ class SERC(TracedProgram):
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = " ".join(p for p in parts if p.strip())
-        if len(trace.reconstructed) < SHORT_ANSWER_CHARS:
+        if text_size(trace.reconstructed) < SHORT_ANSWER_CHARS:
             trace.status = "fallback"  # the answer is R unchanged, not a correction of it
-            run.log("polish", "decoding left under 50 characters (most facts pruned); "
-                    "returned the received answer unchanged", "fallback")
+            run.log("polish", f"decoding left under {SHORT_ANSWER_CHARS} characters (most "
+                    "facts pruned); returned the received answer unchanged", "fallback")
             return trace.received
         if all(s.kept_verbatim for s in trace.sentences):
             return trace.reconstructed
@@ -830,7 +830,7 @@ class SERC(TracedProgram):
         answer = (await run.attempt("polish", "polish failed, returned the draft", smooth,
                                     "") or "").strip()
         run.report("polish", 1, 1)
-        if len(answer) < SHORT_ANSWER_CHARS:
+        if text_size(answer) < SHORT_ANSWER_CHARS:
             return trace.reconstructed
         if is_refusal(answer) or drifted(answer, trace.reconstructed):
             run.log("polish", "the polished answer refused or left the draft's topic; returned "
@@ -898,6 +898,21 @@ def subject_name(subject: str) -> str:
     question itself, with the firewall off)."""
     name = re.sub(r"\s*\([^)]*\)\s*$", "", subject or "").strip()
     return name if 0 < len(name.split()) <= 5 and not name.endswith("?") else ""
+
+
+def _keep_original(run: Run, sentence: Sentence, facts: list[Fact]) -> None:
+    """A rewrite was discarded and the original sentence stands in the answer: its facts'
+    changes never reached the answer, so the trace must not claim them. A corrected fact is
+    `uncorrected` again (its `correction` stays for the record), a pruned one `unverified`."""
+    undone = []
+    for fact in facts:
+        if fact.status in ("corrected", "pruned"):
+            undone.append(f"{fact.id} {fact.status}")
+            fact.status = "uncorrected" if fact.status == "corrected" else "unverified"
+    run.log("reconstruct", f"rewrite of sentence {sentence.index} was empty or too short; "
+            "kept the original sentence"
+            + (f", so its facts' changes are not in the answer ({', '.join(undone)}: now "
+               "uncorrected / unverified)" if undone else ""), "fallback")
 
 
 def _unfaithful(reason: str | None) -> str | None:

@@ -24,8 +24,16 @@ import serc_dspy.text as text_module  # noqa: E402
 from serc_dspy import SERC  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
 from serc_dspy.errors import DecodingFailed  # noqa: E402
+from serc_dspy.facts import clean_facts, not_a_statement  # noqa: E402
 from serc_dspy.programs.base import MAX_INPUT_CHARS, InputError  # noqa: E402
-from serc_dspy.text import split_sentences  # noqa: E402
+from serc_dspy.text import (  # noqa: E402
+    SHORT_ANSWER_CHARS,
+    SHORT_SENTENCE_CHARS,
+    needs_cold_start,
+    split_sentences,
+    text_size,
+    words,
+)
 
 
 def decode(program=None, draft=DRAFT, **overrides):
@@ -34,6 +42,106 @@ def decode(program=None, draft=DRAFT, **overrides):
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         prediction = program(question=QUESTION, draft=draft)
     return prediction, engine
+
+
+# -- 9. non-English drafts hit English-only rules ------------------------------------------
+Z0 = "玛丽·居里于1867年出生在波兰的华沙。"
+Z1 = "她因研究放射性两次获得诺贝尔奖。"  # no digit, no space: one "word" to str.split()
+Z2 = "她死于1943年。"  # wrong: 1934; its correct rewrite is 9 characters
+Z3 = "她和丈夫皮埃尔·居里一起发现了钋和镭两种元素。"
+CHINESE_DRAFT = Z0 + Z1 + Z2  # 45 characters, 3 complete sentences
+LONG_CHINESE_DRAFT = Z0 + Z1 + Z3 + Z2  # over 50 characters, so no length rule touches it
+
+
+def chinese(**overrides):
+    """Verdicts and fixes for the Chinese drafts: the death year is wrong, the rest true."""
+    wrong = "1943"
+    verdict = {"JudgeFact": lambda i: {"verdict": "CONTRADICTED" if wrong in i["claim"]
+                                       else "SUPPORTED"},
+               "JudgeFacts": lambda i: {"verdicts": ["CONTRADICTED" if wrong in c
+                                                     else "SUPPORTED" for c in i["claims"]]},
+               "CorrectFacts": lambda i: {"corrections": [
+                   {"original": f, "fixed": f.replace(wrong, "1934")}
+                   for f in i["erroneous_facts"]]}}
+    return {**verdict, **overrides}
+
+
+def test_a_complete_short_chinese_draft_is_decoded_not_replaced():
+    assert len(CHINESE_DRAFT) == 45 < SHORT_ANSWER_CHARS
+    assert text_size(CHINESE_DRAFT) >= SHORT_ANSWER_CHARS
+    assert not needs_cold_start(CHINESE_DRAFT)
+    assert needs_cold_start("不知道。")  # a genuinely short answer still is one
+    prediction, engine = decode(draft=CHINESE_DRAFT, **chinese())
+    trace = prediction.trace
+    assert not trace.cold_start and engine.of("GroundedAnswer") == []
+    assert trace.received == CHINESE_DRAFT and trace.status == "decoded"
+    assert [s.text for s in trace.sentences] == [Z0, Z1, Z2]
+    assert Z0 in prediction.answer and Z1 in prediction.answer
+
+
+def test_chinese_sentences_are_split_on_their_own_sentence_ends():
+    assert split_sentences("居里夫人出生在华沙。她获得了诺贝尔奖。她死于1934年。") == [
+        "居里夫人出生在华沙。", "她获得了诺贝尔奖。", "她死于1934年。"]
+    assert split_sentences("她获奖了！真的吗？是的。") == ["她获奖了！", "真的吗？", "是的。"]
+    # a paragraph far past the block bound, without a space anywhere, still splits exactly
+    long = LONG_CHINESE_DRAFT * 100
+    assert len(long) > 3 * text_module.MAX_BLOCK_CHARS
+    assert split_sentences(long) == [Z0, Z1, Z3, Z2] * 100
+
+
+def test_chinese_sentences_are_statements_and_get_verified():
+    assert words(Z1) == list("她因研究放射性两次获得诺贝尔奖")
+    assert not_a_statement(Z1) is None and not_a_statement("她死了") is None
+    assert not_a_statement("华沙") is not None  # two characters: still a fragment
+    kept, dropped = clean_facts([Z1], Z1, "Marie Curie")
+    assert kept == [Z1] and dropped == []
+    _, dropped = clean_facts(["她出生于伦敦并在那里当了教师。"], Z1, "Marie Curie")
+    assert dropped  # an invented fact is still not grounded in the sentence
+    prediction, _ = decode(draft=LONG_CHINESE_DRAFT, **chinese())
+    trace = prediction.trace
+    assert len(trace.sentences) == 4
+    for sentence in trace.sentences:  # every sentence got a fact, and every fact a verdict
+        facts = [f for f in trace.facts if f.sentence == sentence.index]
+        assert facts and all(f.verdict is not None for f in facts), sentence.text
+    assert not any("fragment" in e.message for e in trace.events)
+    assert Z1 in prediction.answer and trace.fact("f1.0").status == "kept"
+
+
+def test_a_short_correct_chinese_rewrite_is_kept():
+    prediction, _ = decode(draft=LONG_CHINESE_DRAFT, **chinese())
+    trace = prediction.trace
+    fixed = trace.fact("f3.0")
+    assert fixed.status == "corrected" and fixed.correction == "她死于1934年。"
+    assert len(fixed.correction) < SHORT_SENTENCE_CHARS <= text_size(fixed.correction)
+    assert not trace.sentences[3].kept_verbatim and trace.sentences[3].rewritten == "她死于1934年。"
+    assert "1934" in prediction.answer and "1943" not in prediction.answer
+    assert not any("too short" in e.message for e in trace.events)
+
+
+def test_a_discarded_rewrite_leaves_no_corrected_fact_in_the_trace():
+    prediction, _ = decode(RewriteSentence=lambda i: {"sentence": ""})
+    trace = prediction.trace
+    born = trace.sentences[0]
+    assert born.kept_verbatim and "Kraków" in prediction.answer  # the original stands...
+    assert trace.fact("f0.0").status == "uncorrected"  # ...and the trace says so
+    assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."  # for the record
+    for sentence in trace.sentences:  # the trace and the answer never disagree
+        if sentence.kept_verbatim:
+            assert all(f.status not in ("corrected", "pruned") for f in trace.facts
+                       if f.sentence == sentence.index), sentence.text
+    event = next(e for e in trace.events if "sentence 0 was empty or too short" in e.message)
+    assert event.kind == "fallback" and "f0.0 corrected" in event.message
+    assert trace.syndrome.corrected == 0
+
+
+def test_a_failed_rewrite_also_undoes_the_claimed_correction():
+    def down(inputs):
+        raise ConnectionError("rewriter unreachable")
+
+    prediction, _ = decode(RewriteSentence=down)
+    trace = prediction.trace
+    assert "Kraków" in prediction.answer and trace.fact("f0.0").status == "uncorrected"
+    assert any(e.kind == "error" and e.phase == "reconstruct" for e in trace.events)
 
 
 # -- 11. sentence splitting is quadratic and unbounded ---------------------------------------
