@@ -194,6 +194,8 @@ class TracedProgram(dspy.Module):
         if trace.status != "failed" and usage.calls and usage.failed == usage.calls:
             self.fail(run, f"every LM call failed ({usage.calls} made); last error: "
                            f"{next((e.message for e in reversed(trace.errors)), 'unknown')}")
+        if trace.status != "failed" and (warning := trace.bound_warning()):
+            logger.warning("%s: %s", self.method_name, warning)
         if trace.status == "failed":
             logger.warning("%s: %s", self.method_name, trace.failure)
             if self.on_error == "raise":

@@ -452,13 +452,15 @@ class SERC(TracedProgram):
     # == Phase 2: fact decomposition and sparse verification =================================
     def split(self, run: Run, received: str) -> list[Sentence] | None:
         """R -> its sentences, the units the graph is built on; None when the deadline passed
-        first (the run failed)."""
+        first (the run failed). Sentences past `max_sentences` are counted as unchecked."""
         trace = run.trace
         texts = self.sentences(run, received)
         if texts is None:
             return None
         trace.sentences = [Sentence(index=k, text=text) for k, text in enumerate(texts)]
         if len(texts) > self.max_sentences:
+            trace.bounded = True
+            trace.unchecked_sentences = len(texts) - self.max_sentences
             run.log("decompose", f"the answer has {len(texts)} sentences; only the first "
                     f"{self.max_sentences} are checked (max_sentences), the rest are kept "
                     "verbatim and unverified", "fallback")

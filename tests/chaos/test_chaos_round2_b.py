@@ -6,6 +6,7 @@ Scripted LMs only; no timing is bounded in absolute terms (speed figures live in
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from scripted import CountingRetriever, scripted_lm  # noqa: E402
 from test_serc import DRAFT, handlers  # noqa: E402
 
 import serc_dspy.text as text_module  # noqa: E402
-from serc_dspy import SERC  # noqa: E402
+from serc_dspy import SERC, Trace  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
 from serc_dspy.errors import DecodingFailed  # noqa: E402
 from serc_dspy.facts import clean_facts, not_a_statement  # noqa: E402
@@ -253,3 +254,67 @@ def test_an_oversized_draft_is_refused_before_any_splitting(monkeypatch, capsys,
     captured = capsys.readouterr()
     assert code == 2 and "draft is" in captured.err and captured.out == ""
     assert seen == [] and engine.calls == []
+
+
+# -- 17. large drafts look fully checked -----------------------------------------------------
+MORE = ("She was the first woman to win a Nobel Prize. She married Pierre Curie in 1895. "
+        "She discovered polonium and radium. She died in 1934 in France.")
+LONG_DRAFT = DRAFT + " " + MORE  # 8 sentences
+
+
+def test_sentences_past_max_sentences_count_as_unverified(caplog):
+    with caplog.at_level(logging.WARNING, logger="serc_dspy"):
+        prediction, engine = decode(program=SERC(retriever=CountingRetriever(),
+                                                 max_sentences=3), draft=LONG_DRAFT)
+    trace = prediction.trace
+    assert len(trace.sentences) == 8 and len(engine.of("AtomicFacts")) == 3
+    assert trace.bounded and trace.unchecked_sentences == 5
+    assert trace.syndrome.unchecked_sentences == 5
+    assert "+ 5 unchecked sentences" in trace.syndrome.summary()
+    assert trace.bound_warning() == ("only the first 3 of 8 sentences were checked; "
+                                     "5 are unverified")
+    assert any("max_sentences" in e.message and e.kind == "fallback" for e in trace.events)
+    assert "only the first 3 of 8" in caplog.text
+    for sentence in trace.sentences[3:]:  # kept verbatim, in the answer
+        assert sentence.kept_verbatim and sentence.text in prediction.answer
+    assert Trace.from_json(trace.to_json()) == trace
+    old = trace.model_dump(mode="json")
+    del old["bounded"], old["unchecked_sentences"]  # a trace saved before these fields
+    assert not Trace.model_validate(old).bounded
+
+
+def test_an_unbounded_run_says_nothing_about_bounds(caplog):
+    with caplog.at_level(logging.WARNING, logger="serc_dspy"):
+        prediction, _ = decode(draft=LONG_DRAFT)
+    trace = prediction.trace
+    assert not trace.bounded and trace.unchecked_sentences == 0
+    assert trace.bound_warning() is None and "unchecked" not in trace.syndrome.summary()
+    assert "sentences were checked" not in caplog.text
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_the_cli_warns_that_a_bounded_draft_was_not_fully_checked(json_output, monkeypatch,
+                                                                  capsys, tmp_path):
+    import serc_dspy.programs as programs
+
+    build = programs.build_method
+    monkeypatch.setattr(programs, "build_method",
+                        lambda *a, **k: build(*a, **{**k, "max_sentences": 3}))
+    lm, _ = scripted_lm(handlers())
+    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    draft = tmp_path / "d.txt"
+    draft.write_text(LONG_DRAFT)
+    code = main(["correct", "--question", QUESTION, "--draft", str(draft), "--corpus",
+                 str(EXAMPLES / "corpus"), "--quiet", *(["--json"] if json_output else [])])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert ("[serc warning] only the first 3 of 8 sentences were checked; 5 are unverified"
+            in captured.err)
+    if json_output:
+        import json
+
+        trace = json.loads(captured.out)["trace"]
+        assert trace["bounded"] and trace["unchecked_sentences"] == 5
+    else:
+        assert "She died in 1934 in France." in captured.out
+        assert "+ 5 unchecked sentences]" in captured.err
