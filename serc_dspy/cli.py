@@ -303,6 +303,8 @@ def run(args) -> int:
         usage = trace.usage.total
         print(f"[{usage.calls} LM calls, {usage.prompt_tokens} prompt + "
               f"{usage.completion_tokens} completion tokens, {seconds:.1f}s]", file=sys.stderr)
+    if warning := trace.bound_warning():  # max_sentences: the rest was never checked
+        print(f"[serc warning] {warning}", file=sys.stderr)
     for event in trace.errors:
         print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
     return 0

@@ -5,7 +5,8 @@ a sentence about polonium), which were then verified SUPPORTED and written into 
 A variable node must be a reading of its sentence, so every fact is checked here before it
 enters the graph:
 
-- placeholders, bare names and fragments (fewer than three words) are dropped;
+- placeholders, bare names and fragments (fewer than three words, counted by `text.words`,
+  where each CJK character is a word) are dropped;
 - a fact that pastes several sentences back is split into them;
 - a fact is *grounded* only if each of its numbers and capitalised names, and most of its
   content words, occur in the sentence or the subject (a word counts when it shares its first
@@ -20,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from serc_dspy.text import normalise, similarity, split_sentences
+from serc_dspy.text import is_wide, normalise, similarity, split_sentences, words
 
 MIN_FACT_WORDS = 3
 # Share of a fact's content words that may be missing from its sentence (rewording slack).
@@ -30,7 +31,6 @@ MIN_SWAP_CONTEXT = 3
 # A "quote" this close to its claim, yet absent from the evidence, is the claim echoed back.
 ECHO_SIMILARITY = 0.9
 
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.)])\s+")
 _PLACEHOLDER = re.compile(r"^(?:atomic\s+)?(?:fact|statement|claim)s?\s*\d*$|^n/?a$|^none$|"
@@ -48,8 +48,14 @@ later earlier first became become becomes becoming known named called made make 
 
 
 def _words(text: str) -> list[str]:
-    """Words and numbers; a possessive is its name ("Curie's" -> "Curie")."""
-    return [w[:-2] if w[-2:].lower() in ("'s", "’s") else w for w in _WORD.findall(text or "")]
+    """Words and numbers (`text.words`: each CJK character is a word); a possessive is its
+    name ("Curie's" -> "Curie")."""
+    return [w[:-2] if w[-2:].lower() in ("'s", "’s") else w for w in words(text)]
+
+
+def _is_content(word: str) -> bool:
+    """Long enough to carry meaning: 3+ letters, a number, or one CJK character (a word)."""
+    return len(word) > 2 or _is_number(word) or is_wide(word)
 
 
 def _stem(word: str) -> str:
@@ -65,7 +71,7 @@ def _content_words(text: str, subject: str = "") -> list[str]:
     words, no word under 3 letters."""
     skip = {w.lower() for w in _words(subject)}
     return [w for w in _words(text) if w.lower() not in _STOP and w.lower() not in skip
-            and (len(w) > 2 or _is_number(w))]
+            and _is_content(w)]
 
 
 def _content_stems(text: str, subject: str = "") -> set[str]:
@@ -112,7 +118,7 @@ def ungrounded(fact: str, sentence: str, subject: str, *, words: bool = True) ->
     if missing_numbers:
         return f"number(s) {', '.join(missing_numbers)} not in the sentence"
     content = [w for w in _words(fact) if not _is_number(w) and w.lower() not in _STOP
-               and len(w) > 2]
+               and _is_content(w)]
     names = [w for w in content if w[0].isupper() and not known(w)]
     if names:
         return f"name(s) {', '.join(names)} not in the sentence"

@@ -47,7 +47,9 @@ class Layout:
         return len(prose) <= 1 and not raw and not any(b.prefix for b in prose)
 
     @classmethod
-    def parse(cls, text: str) -> Layout:
+    def parse(cls, text: str, *, deadline: float | None = None) -> Layout:
+        """`deadline` (a `time.monotonic()` value) bounds the sentence splitting: past it,
+        `TimeoutError` (see `text.split_sentences`)."""
         blocks: list[Block] = []
         lines = (text or "").splitlines(keepends=True)
         fence: str | None = None
@@ -89,7 +91,7 @@ class Layout:
         sentences: list[str] = []
         for block in blocks:
             if block.kind == "prose":
-                found = split_sentences(block.text)
+                found = split_sentences(block.text, deadline=deadline)
                 block.sentences = list(range(len(sentences), len(sentences) + len(found)))
                 sentences.extend(found)
         return cls(_merge_raw(blocks), sentences)

@@ -6,6 +6,7 @@ import difflib
 import json
 import re
 import threading
+import time
 
 # Phrases a model uses when it declines or knows nothing; matched at the start of the answer or
 # anywhere for the unambiguous ones, so a biography that merely mentions "unknown" is not hit.
@@ -23,6 +24,49 @@ _REFUSAL = re.compile("|".join(_REFUSAL_PATTERNS), re.IGNORECASE)
 
 SHORT_ANSWER_CHARS = 50
 SHORT_SENTENCE_CHARS = 10
+"""Both are measured by `text_size`, in English-character equivalents, never by `len`."""
+
+# Scripts written without spaces, where one character carries about what an English word does:
+# CJK ideographs (with radicals, extensions and compatibility forms), hiragana and katakana.
+_WIDE_CLASS = ("[\u2e80-\u2fdf\u3040-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+               "\uf900-\ufaff\U00020000-\U0002fa1f]")
+_WIDE = re.compile(_WIDE_CLASS)
+_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+WIDE_CHAR_WEIGHT = 3
+"""English characters one CJK ideograph or kana counts for (a Chinese text runs about a third
+of the characters of its English translation)."""
+HANGUL_CHAR_WEIGHT = 2
+"""English characters one Hangul syllable counts for (Korean separates words by spaces, and a
+syllable block is about two letters)."""
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+(?:[.,]\d+)*", re.UNICODE)
+
+
+def text_size(text: str) -> int:
+    """The length of `text` (stripped) in English-character equivalents: a CJK ideograph or
+    kana counts `WIDE_CHAR_WEIGHT`, a Hangul syllable `HANGUL_CHAR_WEIGHT`, anything else 1.
+
+    The length rules (`SHORT_ANSWER_CHARS`, `SHORT_SENTENCE_CHARS`) use this, so a complete
+    45-character Chinese answer of three sentences is not "too short" by an English yardstick.
+    """
+    stripped = (text or "").strip()
+    return (len(stripped) + (WIDE_CHAR_WEIGHT - 1) * len(_WIDE.findall(stripped))
+            + (HANGUL_CHAR_WEIGHT - 1) * len(_HANGUL.findall(stripped)))
+
+
+def is_wide(word: str) -> bool:
+    """True for a token of a script without spaces (a CJK ideograph or a kana): one such
+    character is a word of its own (see `words`)."""
+    return bool(word) and _WIDE.match(word) is not None
+
+
+def words(text: str) -> list[str]:
+    """The words and numbers of `text`, in order: runs of letters (with an inner apostrophe,
+    "Curie's"), numbers ("1,867", "3.5"), and each CJK ideograph or kana on its own, since
+    those scripts put no spaces between words ("她死于1934年" -> 她, 死, 于, 1934, 年).
+
+    Every word-count rule uses this; `str.split()` would count a Chinese sentence as one word.
+    """
+    return _WORD.findall(_WIDE.sub(r" \g<0> ", text or ""))
 
 
 _FIELD_MARKER = re.compile(r"\[\[\s*##|##\s*\]\]")
@@ -69,11 +113,11 @@ def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120
 def drifted(output: str, source: str, *, min_overlap: float = 0.4) -> bool:
     """True when a rewrite shares too few content words with what it was written from: a polish
     may reorder and merge, never change the topic."""
-    def words(text: str) -> set[str]:
-        return {w for w in normalise(text).split() if len(w) > 3}
+    def content(text: str) -> set[str]:
+        return {w for w in words(normalise(text)) if len(w) > 3 or is_wide(w)}
 
-    wanted = words(source)
-    return bool(wanted) and len(words(output) & wanted) < min_overlap * len(wanted)
+    wanted = content(source)
+    return bool(wanted) and len(content(output) & wanted) < min_overlap * len(wanted)
 
 
 def is_refusal(text: str) -> bool:
@@ -82,9 +126,10 @@ def is_refusal(text: str) -> bool:
 
 
 def needs_cold_start(text: str) -> bool:
-    """The paper's source-dropout test: a refusal or an answer too short to decode."""
+    """The paper's source-dropout test: a refusal or an answer too short to decode (under
+    `SHORT_ANSWER_CHARS` by `text_size`, so the rule holds for every script)."""
     stripped = (text or "").strip()
-    return is_refusal(stripped) or len(stripped) < SHORT_ANSWER_CHARS
+    return is_refusal(stripped) or text_size(stripped) < SHORT_ANSWER_CHARS
 
 
 _local = threading.local()
@@ -110,17 +155,54 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def split_sentences(text: str) -> list[str]:
+MAX_BLOCK_CHARS = 1500
+"""The longest text pysbd is handed at once. Its cost grows with the square of its input (400
+kB took 44 s), so a longer paragraph is first cut into blocks at sentence-like boundaries,
+which keeps splitting linear in the text's size."""
+_BLOCK_END = re.compile(
+    # ". " after a word of 3+ lower-case letters or a digit (not after "Dr." or "Mrs."), or
+    # after a closing quote or bracket, before what can start a sentence; or a CJK sentence end.
+    r"(?:(?<=[^\W\d_A-Z]{3}[.!?])|(?<=\d[.!?])|(?<=[.!?][\"'”’)\]]))\s+"
+    r"(?=[\"'“‘(\[]?[A-Z0-9])|(?<=[。！？])")
+
+
+def _blocks(paragraph: str, limit: int = MAX_BLOCK_CHARS):
+    """`paragraph` in pieces of at most `limit` characters, each cut at the last sentence-like
+    boundary in its last three quarters, else at a space, else (a run of `limit` characters
+    without one) hard."""
+    start = 0
+    while len(paragraph) - start > limit:
+        low = start + limit // 4
+        window = paragraph[low:start + limit]
+        cut = None
+        for match in _BLOCK_END.finditer(window):
+            cut = match.end()
+        if cut is None or cut == 0:
+            space = window.rfind(" ")
+            cut = space + 1 if space > 0 else len(window)
+        yield paragraph[start:low + cut]
+        start = low + cut
+    yield paragraph[start:]
+
+
+def split_sentences(text: str, *, deadline: float | None = None) -> list[str]:
     """Split prose into sentences with a rule-based splitter (abbreviations, decimals, initials).
 
-    Paragraph breaks always end a sentence; whitespace around sentences is dropped.
+    Paragraph breaks always end a sentence; whitespace around sentences is dropped; Chinese and
+    Japanese sentences end at 。！？. A paragraph longer than `MAX_BLOCK_CHARS` is split block by
+    block (`_blocks`), so the cost is linear in the text's size. `deadline` (a
+    `time.monotonic()` value) is checked before each block: past it, `TimeoutError`.
     """
     sentences: list[str] = []
-    for block in re.split(r"\n\s*\n", text or ""):
-        block = " ".join(block.split())
-        if not block:
-            continue
-        sentences.extend(s.strip() for s in _segmenter().segment(block) if s.strip())
+    for paragraph in re.split(r"\n\s*\n", text or ""):
+        paragraph = " ".join(paragraph.split())
+        for block in _blocks(paragraph):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"the deadline passed after {len(sentences)} sentences "
+                                   "had been split")
+            block = block.strip()
+            if block:
+                sentences.extend(s.strip() for s in _segmenter().segment(block) if s.strip())
     return sentences
 
 

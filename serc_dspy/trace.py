@@ -179,12 +179,19 @@ class Syndrome(BaseModel):
     corrected: int = 0
     pruned: int = 0
     unverified: int = 0
+    unchecked_sentences: int = 0
+    """Sentences past `max_sentences`: never decomposed, so they have no facts to count, and
+    they stand in the answer unverified."""
 
     def summary(self) -> str:
+        unchecked = (f" + {self.unchecked_sentences} unchecked sentence"
+                     f"{'s' if self.unchecked_sentences != 1 else ''}"
+                     if self.unchecked_sentences else "")
         return (
             f"facts checked {self.facts} / supported {self.supported} / "
             f"contradicted {self.contradicted} / not found {self.not_found} / "
-            f"corrected {self.corrected} / pruned {self.pruned} / unverified {self.unverified}"
+            f"corrected {self.corrected} / pruned {self.pruned} / "
+            f"unverified {self.unverified}{unchecked}"
         )
 
 
@@ -204,6 +211,10 @@ class Trace(BaseModel):
     failure: str | None = None
     """Why the run failed (status "failed"), in one line."""
     subject: str = ""
+    bounded: bool = False
+    """The answer had more sentences than `max_sentences`: only the first were checked."""
+    unchecked_sentences: int = 0
+    """How many sentences were past the bound: kept verbatim, never checked (unverified)."""
     firewall: Firewall = Field(default_factory=Firewall)
     sentences: list[Sentence] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list)
@@ -231,7 +242,7 @@ class Trace(BaseModel):
 
     @property
     def syndrome(self) -> Syndrome:
-        counts = Syndrome(facts=len(self.facts))
+        counts = Syndrome(facts=len(self.facts), unchecked_sentences=self.unchecked_sentences)
         for fact in self.facts:
             if fact.verdict == "SUPPORTED":
                 counts.supported += 1
@@ -246,6 +257,15 @@ class Trace(BaseModel):
             elif fact.status == "unverified":
                 counts.unverified += 1
         return counts
+
+    def bound_warning(self) -> str | None:
+        """What a reader must be told when the run was bounded: how many sentences were never
+        checked. None when every sentence was."""
+        if not self.bounded:
+            return None
+        total = len(self.sentences)
+        return (f"only the first {total - self.unchecked_sentences} of {total} sentences were "
+                f"checked; {self.unchecked_sentences} are unverified")
 
     def __repr__(self) -> str:
         """One line: printing a prediction must not dump the whole graph (`to_json` does)."""

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 import dspy
 
 from serc_dspy.errors import DecodingFailed, UserError, redact
+from serc_dspy.layout import Layout
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -43,6 +44,9 @@ RETRIEVING_STEPS = frozenset({"verify", "agreement", "sub_question"})
 EMPTY_OUTPUT = "the LM returned empty output"
 """The event (and failure) of an LM that answered the question with nothing: a failure, unlike
 an LM that refused or a retrieval that found nothing (status `no_info`)."""
+MAX_INPUT_CHARS = 2_000_000
+"""The longest question or draft a program accepts (about 2 MB of text, some 300,000 words):
+refused before any work, since splitting and prompts grow with it."""
 
 
 class InputError(UserError):
@@ -50,11 +54,15 @@ class InputError(UserError):
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """Reject empty or non-string inputs with a message naming the argument."""
+    """Reject empty, oversized (`MAX_INPUT_CHARS`) or non-string inputs with a message naming
+    the argument."""
     if value is None and allow_none:
         return None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_INPUT_CHARS:
+        raise InputError(f"{name} is {len(value):,} characters; at most {MAX_INPUT_CHARS:,} "
+                         "are accepted")
     if not value.strip():
         raise InputError(f"{name} is empty")
     return value.strip()
@@ -209,6 +217,8 @@ class TracedProgram(dspy.Module):
             self.fail(run, f"{EMPTY_OUTPUT}: the question got an empty answer and nothing "
                            "usable came back (not a refusal, not a retrieval that found "
                            "nothing)")
+        if trace.status != "failed" and (warning := trace.bound_warning()):
+            logger.warning("%s: %s", self.method_name, warning)
         if trace.status == "failed":
             logger.warning("%s: %s", self.method_name, trace.failure)
             if self.on_error == "raise":
@@ -233,6 +243,19 @@ class TracedProgram(dspy.Module):
         run.trace.status = "failed"
         run.trace.failure = redact(reason)
         run.log("run", f"decoding failed: {run.trace.failure}", "error")
+
+    def layout(self, run: Run, text: str) -> Layout | None:
+        """`text` cut into its layout and sentences (`serc_dspy.layout`) under the run's
+        deadline, which is checked before the split starts and between its blocks: past it the
+        run fails (nothing was checked) and None comes back."""
+        try:
+            if run.deadline is not None and time.monotonic() > run.deadline:
+                raise TimeoutError("it had passed before splitting started")
+            return Layout.parse(text, deadline=run.deadline)
+        except TimeoutError as exc:
+            self.fail(run, f"the run's deadline of {self.deadline_s:g}s passed before the "
+                           f"answer was split into sentences ({exc}); nothing was checked")
+            return None
 
     def add_step(self, run: Run, step: Step) -> Step:
         with run.lock:

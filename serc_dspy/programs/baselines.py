@@ -13,7 +13,6 @@ from typing import ClassVar
 
 import dspy
 
-from serc_dspy.layout import Layout
 from serc_dspy.programs.base import Run, StepSpec, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
@@ -129,7 +128,9 @@ class RARR(TracedProgram):
     async def aforward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         run, question, draft = self.start(question, draft)
         received = await self.initial_answer(run, question, draft)
-        layout = Layout.parse(received)  # list lines, paragraphs and code stay where they are
+        layout = self.layout(run, received)  # lists, paragraphs and code stay in place
+        if layout is None:  # the deadline passed first
+            return self.finish(run, received)
         sentences = layout.sentences
         revised = await run.map("revise", lambda s: self.revise_sentence(run, question, s),
                                 sentences)

@@ -35,6 +35,7 @@ from serc_dspy.facts import (
     subject_pronouns,
     unstated_details,
 )
+from serc_dspy.layout import Layout
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -75,7 +76,7 @@ from serc_dspy.text import (
     needs_cold_start,
     normalise,
     similarity,
-    split_sentences,
+    text_size,
     unique_texts,
 )
 from serc_dspy.trace import Check, Correction, Fact, Passage, Sentence
@@ -262,13 +263,16 @@ class SERC(TracedProgram):
         received = await self.align(run, question, draft)              # Phase 1: R
         if received is None:                                           # no usable answer
             return self.finish(run, run.trace.answer)
-        sentences = self.split(run, received)                          # S_1 .. S_n
+        layout = self.split(run, received)                             # S_1 .. S_n
+        if layout is None:                                             # out of time
+            return self.finish(run, received)
+        sentences = run.trace.sentences
         accepted = _AcceptedFacts(len(sentences))
         run.expect("decompose", min(len(sentences), self.max_sentences))
         await gather(*(self.decode_sentence(run, s, accepted) for s in sentences))
         if self.nothing_verified(run):
             return self.finish(run, run.trace.received)
-        return self.finish(run, await self.polish(run))                # Phase 4
+        return self.finish(run, await self.polish(run, layout))        # Phase 4
 
     async def decode_sentence(self, run: Run, sentence: Sentence,
                               accepted: _AcceptedFacts) -> None:
@@ -462,16 +466,23 @@ class SERC(TracedProgram):
                 "context-grounded answer")
 
     # == Phase 2: fact decomposition and sparse verification =================================
-    def split(self, run: Run, received: str) -> list[Sentence]:
-        """R -> its sentences, the units the graph is built on."""
+    def split(self, run: Run, received: str) -> Layout | None:
+        """R -> its layout and sentences, the units the graph is built on (code blocks, list
+        markers and paragraph breaks stay out of them, and in place); None when the deadline
+        passed first (the run failed). Sentences past `max_sentences` count as unchecked."""
         trace = run.trace
-        texts = split_sentences(received)
+        layout = self.layout(run, received)
+        if layout is None:
+            return None
+        texts = layout.sentences
         trace.sentences = [Sentence(index=k, text=text) for k, text in enumerate(texts)]
         if len(texts) > self.max_sentences:
+            trace.bounded = True
+            trace.unchecked_sentences = len(texts) - self.max_sentences
             run.log("decompose", f"the answer has {len(texts)} sentences; only the first "
                     f"{self.max_sentences} are checked (max_sentences), the rest are kept "
                     "verbatim and unverified", "fallback")
-        return trace.sentences
+        return layout
 
     async def decompose(self, run: Run, sentence: Sentence) -> list[Fact]:
         """S_i -> F_i, its atomic facts (variable nodes), in the trace in sentence order. A
@@ -821,7 +832,7 @@ class SERC(TracedProgram):
                                    facts=kept)).sentence.strip()
         text = await run.attempt("reconstruct", f"rewrite of sentence {sentence.index} failed",
                                  rewrite, "")
-        if len(text) < SHORT_SENTENCE_CHARS:
+        if text_size(text) < SHORT_SENTENCE_CHARS:
             problem = "was empty or too short"
         else:
             problem = (f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
@@ -877,20 +888,26 @@ class SERC(TracedProgram):
                 f"{claim.text!r} -> {claim.correction!r}")
         return trace.reconstructed
 
-    async def polish(self, run: Run) -> str:
-        """The rebuilt sentences -> the answer, smoothed at `polish_temperature` when any
-        sentence changed; every doubtful polish falls back to the reconstructed draft."""
+    async def polish(self, run: Run, layout: Layout) -> str:
+        """The rebuilt sentences, put back in the draft's layout -> the answer, smoothed at
+        `polish_temperature` when any sentence changed and the draft is plain prose (a polish
+        would flatten lists, paragraphs and code); every doubtful polish falls back to the
+        reconstructed draft."""
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
-        trace.reconstructed = " ".join(p for p in parts if p.strip())
+        trace.reconstructed = layout.rebuild(parts).strip()
         if trace.short_draft:
             return self.short_answer(run)
-        if len(trace.reconstructed) < SHORT_ANSWER_CHARS:
+        if text_size(trace.reconstructed) < SHORT_ANSWER_CHARS:
             trace.status = "fallback"  # the answer is R unchanged, not a correction of it
-            run.log("polish", "decoding left under 50 characters (most facts pruned); "
-                    "returned the received answer unchanged", "fallback")
+            run.log("polish", f"decoding left under {SHORT_ANSWER_CHARS} characters (most "
+                    "facts pruned); returned the received answer unchanged", "fallback")
             return trace.received
         if all(s.kept_verbatim for s in trace.sentences):
+            return trace.reconstructed
+        if not layout.flat:
+            run.log("polish", "the draft has paragraphs, lists or code: kept its layout, no "
+                    "polish")
             return trace.reconstructed
         run.report("polish", 0, 1)
 
@@ -901,7 +918,7 @@ class SERC(TracedProgram):
         answer = (await run.attempt("polish", "polish failed, returned the draft", smooth,
                                     "") or "").strip()
         run.report("polish", 1, 1)
-        if len(answer) < SHORT_ANSWER_CHARS:
+        if text_size(answer) < SHORT_ANSWER_CHARS:
             return trace.reconstructed
         if is_refusal(answer) or drifted(answer, trace.reconstructed):
             run.log("polish", "the polished answer refused or left the draft's topic; returned "
