@@ -26,7 +26,7 @@ much unrelated text a contradiction, whereas one chunk stating the claim is dire
 Models are a local directory or a hub id already in the local Hugging Face cache: nothing is
 ever downloaded. On CUDA the model runs in bfloat16 by default, on CPU in float32. SERC is
 asynchronous: `averify` runs the blocking `verify` in a worker thread; calls on one verifier
-share one model and run one batch at a time (a lock).
+share one model, and concurrent calls are scored together in shared batches.
 """
 
 from __future__ import annotations
@@ -313,6 +313,18 @@ def _is_seq2seq(config) -> bool:
 # == The classifier verifier ===================================================================
 
 
+class _Pending:
+    """One `score_pairs` call waiting for the model."""
+
+    __slots__ = ("pairs", "scores", "error", "done")
+
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self.pairs = pairs
+        self.scores: list[tuple[float, float]] = []
+        self.error: BaseException | None = None
+        self.done = False
+
+
 class ClassifierVerifier(ThreadedVerifier):
     """A transformers classifier (NLI or binary support) or a MiniCheck-style seq2seq model
     as a claim verifier; see the module doc for kinds, chunking and thresholds.
@@ -383,7 +395,9 @@ class ClassifierVerifier(ThreadedVerifier):
         self._device = self._pick_device(device)
         self.config = self._read_config()
         self.kind, self._labels = self._resolve_kind(kind, support_label)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one batch at a time on the model
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Pending] = []
         self._loaded: tuple[Any, Any] | None = None
         self._token_ids: tuple[int, int] | None = None
         self.load_seconds: float | None = None
@@ -545,17 +559,44 @@ class ClassifierVerifier(ThreadedVerifier):
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
         """(support, contradiction) for each (chunk, claim) pair. Distinct pairs are scored
-        once, longest first (less padding), in batches of `batch_size`."""
-        distinct = list(dict.fromkeys(pairs))
-        order = sorted(range(len(distinct)), key=lambda i: -len(distinct[i][0]) - len(
-            distinct[i][1]))
-        found: dict[tuple[str, str], tuple[float, float]] = {}
+        once, longest first (less padding), in batches of `batch_size`.
+
+        Calls from several threads are served together: the thread that gets the model scores
+        every pair waiting at that moment in shared batches, so the many small checks SERC
+        runs at once fill a GPU's batches instead of queueing one by one. A failure reaches
+        every call it served."""
+        if not pairs:
+            return []
+        pending = _Pending(list(pairs))
+        with self._queue_lock:
+            self._queue.append(pending)
         with self._lock:
+            if not pending.done:
+                with self._queue_lock:
+                    taken, self._queue = self._queue, []
+                self._serve(taken)
+        if pending.error is not None:
+            raise pending.error
+        return pending.scores
+
+    def _serve(self, taken: list[_Pending]) -> None:
+        """Score the pairs of every request in `taken` (the caller holds the lock)."""
+        try:
             self._load()
-            for start in range(0, len(order), self.batch_size):
-                batch = [distinct[i] for i in order[start:start + self.batch_size]]
+            distinct = list(dict.fromkeys(pair for request in taken for pair in request.pairs))
+            distinct.sort(key=lambda pair: -len(pair[0]) - len(pair[1]))
+            found: dict[tuple[str, str], tuple[float, float]] = {}
+            for start in range(0, len(distinct), self.batch_size):
+                batch = distinct[start:start + self.batch_size]
                 found.update(zip(batch, self._score_batch(batch), strict=True))
-        return [found[pair] for pair in pairs]
+            for request in taken:
+                request.scores = [found[pair] for pair in request.pairs]
+        except BaseException as exc:
+            for request in taken:
+                request.error = exc
+        finally:
+            for request in taken:
+                request.done = True
 
     def _score_batch(self, batch: list[tuple[str, str]]) -> list[tuple[float, float]]:
         """Score one batch (the caller holds the lock and has loaded the model)."""

@@ -6,6 +6,8 @@ a bias favouring one label) or replaces the batch scorer with a stub.
 
 import asyncio
 import socket
+import threading
+import time
 
 import pytest
 
@@ -247,6 +249,54 @@ def test_averify_runs_verify_in_a_thread(models):
     first, second = asyncio.run(both())
     assert [v.claim for v in first + second] == CLAIMS
     assert {v.verdict for v in first + second} == {"SUPPORTED"}
+
+
+def _while_the_model_is_busy(verifier, calls: list, expected_waiting: int):
+    """Run `calls` in threads while the model's lock is held, until all of them wait; then
+    release it. Returns each call's result (or exception), in order."""
+    results: list = [None] * len(calls)
+
+    def run(i):
+        try:
+            results[i] = calls[i]()
+        except Exception as exc:  # handed back to the test
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    with verifier._lock:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(verifier._queue) < expected_waiting:
+            assert time.monotonic() < deadline, "the calls never queued"
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_concurrent_calls_share_batches(models):
+    verifier = ClassifierVerifier(models["nli"], batch_size=64)
+    alone = [verifier.verify([claim], PASSAGES)[0] for claim in CLAIMS[:3]]
+    sizes = _count_forwards(verifier)
+    results = _while_the_model_is_busy(
+        verifier, [lambda c=c: verifier.verify([c], PASSAGES) for c in CLAIMS[:3]], 3)
+    assert sizes == [9]  # three calls of 3 pairs, one forward pass
+    assert [r[0] for r in results] == alone
+
+
+def test_a_failed_shared_batch_fails_every_call_it_served(models):
+    verifier = ClassifierVerifier(models["nli"])
+    verifier.load()
+
+    def broken(batch):
+        raise RuntimeError("CUDA out of memory")
+
+    verifier._score_batch = broken
+    results = _while_the_model_is_busy(
+        verifier, [lambda c=c: verifier.verify([c], PASSAGES) for c in CLAIMS[:2]], 2)
+    assert all(isinstance(r, RuntimeError) and "out of memory" in str(r) for r in results)
+    assert verifier._queue == []
 
 
 # --- binary support models -------------------------------------------------------------------
