@@ -331,14 +331,18 @@ class ClassifierVerifier(ThreadedVerifier):
 
     `model` is a local directory or a hub id in the local cache. `kind="auto"` reads the
     config: an encoder-decoder LM is seq2seq, a classifier with entailment and contradiction
-    labels is NLI, any other classifier is binary (its supporting label found by name, or
-    given as `support_label`). `template` formats a single input text from `{chunk}`,
-    `{claim}` and `{eos}` (the tokenizer's end-of-sequence token; `{text1}`/`{text2}` are
-    aliases of chunk/claim); without one a classifier reads the (chunk, claim) text pair
-    (the NLI convention: premise, hypothesis), a config with an HHEM-style `prompt` uses that,
-    and seq2seq uses `MINICHECK_SEQ2SEQ_TEMPLATE`. `device=None` is CUDA when torch sees one,
-    else CPU; `dtype=None` is bfloat16 on CUDA, float32 elsewhere. `max_length` defaults to
-    the tokenizer's (or the config's) maximum; longer inputs lose the end of their chunk.
+    labels is NLI (unless `support_label` is given), any other classifier is binary (its
+    supporting label found by name, or given as `support_label`).
+
+    `template` formats a single input text from `{chunk}`, `{claim}` and `{eos}` (the
+    tokenizer's end-of-sequence token; `{text1}`/`{text2}` are aliases of chunk/claim).
+    Without one, a classifier reads the (chunk, claim) text pair (the NLI convention:
+    premise, hypothesis), a config with an HHEM-style `prompt` uses that, and seq2seq uses
+    `MINICHECK_SEQ2SEQ_TEMPLATE`.
+
+    `device=None` is CUDA when torch sees one, else CPU; `dtype=None` is bfloat16 on CUDA,
+    float32 elsewhere. `max_length` defaults to the tokenizer's (or the config's) maximum;
+    longer inputs lose the end of their chunk.
 
     The config is read (and the labels checked) when the verifier is built; the weights load
     on first use (or `load()`).
@@ -373,8 +377,8 @@ class ClassifierVerifier(ThreadedVerifier):
                               ("max_length", max_length)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UserError(f"{option} must be a positive integer, not {value!r}")
-        if template is not None and "{claim}" not in template and "{text2}" not in template:
-            raise UserError("a verifier template needs a {claim} field (and usually {chunk})")
+        if template is not None:
+            _check_template(template)
         try:
             self.thresholds = (thresholds if isinstance(thresholds, Thresholds)
                                else Thresholds(**(thresholds or {})))
@@ -664,6 +668,16 @@ class ClassifierVerifier(ThreadedVerifier):
                 "dtype": self.resolved_dtype, "batch_size": self.batch_size,
                 "chunk_words": self.chunk_words, "max_length": self.max_length,
                 "thresholds": self.thresholds.model_dump()}
+
+
+def _check_template(template: str) -> None:
+    if "{claim}" not in template and "{text2}" not in template:
+        raise UserError("a verifier template needs a {claim} field (and usually {chunk})")
+    try:
+        template.format(chunk="", claim="", eos="", text1="", text2="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise UserError(f"bad verifier template {template!r}: only {{chunk}}, {{claim}} and "
+                        f"{{eos}} can be filled in (double any other brace): {exc!r}") from exc
 
 
 def _arch(config) -> str:

@@ -437,6 +437,8 @@ def test_bad_options_are_clear_errors(models):
         ClassifierVerifier(models["nli"], batch_size=0)
     with pytest.raises(UserError, match=r"\{claim\}"):
         ClassifierVerifier(models["nli"], template="{chunk}")
+    with pytest.raises(UserError, match="only {chunk}, {claim} and {eos}"):
+        ClassifierVerifier(models["nli"], template="{premise} {claim}")
 
 
 # --- device and dtype --------------------------------------------------------------------------
