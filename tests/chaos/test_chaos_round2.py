@@ -321,3 +321,30 @@ def test_a_callers_short_wrong_answer_is_replaced_only_by_the_evidence_correctio
     claim = trace.facts[0]
     assert claim.verdict == "CONTRADICTED" and claim.status == "corrected"
     assert any("corrected from the evidence" in e.message for e in trace.events)
+
+
+# -- 10. the draft's layout survives decoding --------------------------------------------------
+LAID_OUT = f"""{S1}
+
+Her prizes:
+- {S2}
+- She also enjoyed painting landscapes.
+
+```python
+def half_life(n0, t, tau):
+    return n0 * 2 ** (-t / tau)
+```
+"""
+
+
+def test_paragraphs_list_markers_and_code_stay_where_they_were():
+    prediction, engine = decode(draft=LAID_OUT)
+    answer = prediction.answer
+    assert answer.startswith(f"{S1}\n\nHer prizes:\n- ")
+    assert "\n- " in answer and "Physics" in answer and "Chemistry in 1903" not in answer
+    assert "```python\ndef half_life(n0, t, tau):\n    return n0 * 2 ** (-t / tau)\n```" in \
+        answer  # code verbatim, indentation included, never decoded
+    assert not any("half_life" in c["inputs"].get("sentence", "")
+                   for c in engine.of("AtomicFacts"))
+    assert engine.of("PolishAnswer") == []  # a polish would flatten the layout
+    assert any("kept its layout, no polish" in e.message for e in prediction.trace.events)
