@@ -80,6 +80,13 @@ def _commit() -> str:
     return commit + (" (uncommitted changes)" if dirty.strip() else "")
 
 
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=os.environ.get("SERC_SHARED_DATA", "../shared/data"))
@@ -90,7 +97,8 @@ def main() -> None:
     print(f"date: {now}")
     print(f"command: python {shlex.join(sys.argv)}")
     print(f"commit: {_commit()}")
-    print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
+    print(f"cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}, "
+          f"load average {_load()}")
 
     texts, relevant = load(Path(args.data) / FILE)
     longest = max(len(t) for t in texts)
@@ -137,7 +145,9 @@ def main() -> None:
     print(f"\nbuild: BM25 index {bm25_build:.2f} s; hybrid {dense_build:.1f} s "
           f"({1000 * dense_build / n:.1f} ms per passage: loading and verifying the model, "
           f"encoding {n} passages, writing the cache); hybrid again from the cache "
-          f"{cached_build:.2f} s (the model loaded, nothing encoded)")
+          f"{cached_build:.2f} s (the model loaded, nothing encoded); load average {_load()}")
+    print(f"R@{TOP}: share of a claim's relevant passages in its top {TOP}; hit@{TOP}: share of "
+          f"claims with one in the top {TOP}; MRR: 1 / rank of the first, 0 if not returned")
 
 
 if __name__ == "__main__":
