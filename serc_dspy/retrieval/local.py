@@ -315,9 +315,9 @@ class LocalCorpus:
         score is positive, i.e. its similarity lifts it above the corpus average despite its
         below-average BM25: a paraphrase is found, while a passage that is merely no worse
         than average in meaning is not. Dense retrieval thus adds candidates and reorders them;
-        every passage BM25 alone could return stays a candidate. A query with no searchable word (empty, only
-        stopwords) returns nothing; one whose words are all unknown to the corpus is ranked by
-        similarity alone. `score` is the combined z-score.
+        every passage BM25 alone could return stays a candidate. A query with no searchable
+        word (empty, only stopwords) returns nothing; one whose words are all unknown to the
+        corpus is ranked by similarity alone. `score` is the combined z-score.
         """
         terms = tokenize(query)
         known = [tok for tok in terms if tok in self._vocab]
