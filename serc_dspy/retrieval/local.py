@@ -1,10 +1,15 @@
-"""BM25 retrieval over a local corpus, so SERC can run offline against the user's own documents.
+"""BM25 (optionally hybrid BM25 + MiniLM) retrieval over a local corpus, so SERC can run offline
+against the user's own documents.
 
 Documents are cut into passages of at most `chunk_chars` characters along paragraph, then
 sentence, then word boundaries (a hard cut only for a single "word" longer than the limit).
 Chunks do not overlap: top-k passages are concatenated into a context capped at 20,000
 characters, and overlapping chunks would spend that budget on repeated text and let one
 sentence occupy several of the k slots.
+
+With `dense=True` passages are ranked by BM25 plus MiniLM cosine similarity, each z-scored over
+the corpus for the query (see `LocalCorpus.__call__`); the embeddings come from `embed.py` and
+are cached on disk per corpus.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import bm25s
 import numpy as np
@@ -24,6 +30,9 @@ from bm25s.stopwords import STOPWORDS_EN
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
 from serc_dspy.text import clean_text, parse_json
 from serc_dspy.trace import Passage
+
+if TYPE_CHECKING:
+    from serc_dspy.retrieval.embed import Encoder
 
 logger = logging.getLogger("serc_dspy")
 
@@ -174,42 +183,61 @@ def _passages(docs: Iterable[Document], chunk_chars: int) -> Iterator[Passage]:
 
 
 class LocalCorpus:
-    """A BM25 retriever over local documents, satisfying the `Retriever` protocol.
+    """A BM25 retriever over local documents, satisfying the `Retriever` protocol; with
+    `dense=True`, a hybrid of BM25 and MiniLM sentence embeddings (see `__call__`).
 
     The index is built once at construction and only read afterwards; retrieval still runs
     under a lock because bm25s makes no thread-safety promise and check nodes query it from
     a thread pool, while a BM25 lookup is cheap enough that serialising costs little.
+
+    Dense options: `encoder` replaces the default `MiniLMEncoder` (anything with
+    `encode(texts) -> array`, see `embed.Encoder`); passage embeddings are computed at
+    construction and cached in `cache_dir` (default: `embeddings/` under $SERC_CACHE_DIR, else
+    ~/.cache/serc-dspy), or not cached with `cache_dir=False`.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, chunk_chars: int = DEFAULT_CHUNK_CHARS
+        self, path: str | os.PathLike[str], *, chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        dense: bool = False, encoder: Encoder | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> None:
-        self._build(load_documents(path), chunk_chars, f"local:{path}", str(path))
+        self._build(load_documents(path), chunk_chars, f"local:{path}", str(path),
+                    dense=dense, encoder=encoder, cache_dir=cache_dir)
 
     @classmethod
     def from_texts(
-        cls, docs: dict[str, str], chunk_chars: int = DEFAULT_CHUNK_CHARS
+        cls, docs: dict[str, str], chunk_chars: int = DEFAULT_CHUNK_CHARS, *,
+        dense: bool = False, encoder: Encoder | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> LocalCorpus:
         """Build from `{source: text}` in memory, for tests and callers without files."""
         corpus = cls.__new__(cls)
-        corpus._build(list(docs.items()), chunk_chars, "local:<memory>", "<memory>")
+        corpus._build(list(docs.items()), chunk_chars, "local:<memory>", "<memory>",
+                      dense=dense, encoder=encoder, cache_dir=cache_dir)
         return corpus
 
     @classmethod
     def from_documents(
         cls, docs: Iterable[Document], *, name: str = "<memory>",
-        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS, dense: bool = False,
+        encoder: Encoder | None = None, cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> LocalCorpus:
         """Build from `(source, text)` pairs; several passages may share one source (the
         pages of one URL, say), which a `{source: text}` mapping cannot hold."""
         corpus = cls.__new__(cls)
-        corpus._build(list(docs), chunk_chars, f"local:{name}", name)
+        corpus._build(list(docs), chunk_chars, f"local:{name}", name,
+                      dense=dense, encoder=encoder, cache_dir=cache_dir)
         return corpus
 
-    def _build(self, docs: list[Document], chunk_chars: int, name: str, origin: str) -> None:
+    def _build(self, docs: list[Document], chunk_chars: int, name: str, origin: str, *,
+               dense: bool = False, encoder: Encoder | None = None,
+               cache_dir: str | os.PathLike[str] | bool | None = None) -> None:
         if chunk_chars < 1:
             raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")
-        self._name = name
+        if encoder is not None and not dense:
+            raise ValueError("encoder= is only used with dense=True")
+        # A hybrid ranks differently: its own name keeps a retrieval cache from mixing the two.
+        self._name = name.replace("local:", "local-hybrid:", 1) if dense else name
         self.chunk_chars = chunk_chars
         self._passages = list(_passages(docs, chunk_chars))
         if not self._passages:
@@ -221,6 +249,25 @@ class LocalCorpus:
         self._index = bm25s.BM25()
         self._index.index(tokens, show_progress=False)
         self._lock = threading.Lock()
+        self._encoder: Encoder | None = None
+        self._embeddings: np.ndarray | None = None
+        if dense:
+            self._build_dense(encoder, cache_dir)
+
+    def _build_dense(self, encoder: Encoder | None,
+                     cache_dir: str | os.PathLike[str] | bool | None) -> None:
+        """Passage embeddings now (from the cache, else encoded), and the encoder loaded, so a
+        missing model fails at construction rather than on the first query."""
+        from serc_dspy.retrieval.embed import EmbeddingCache, MiniLMEncoder, embed_passages
+
+        self._encoder = encoder if encoder is not None else MiniLMEncoder()
+        load = getattr(self._encoder, "load", None)
+        if callable(load):
+            load()
+        cache = None if cache_dir is False else EmbeddingCache(
+            None if cache_dir in (None, True) else cache_dir)
+        self._embeddings = embed_passages([(p.source, p.text) for p in self._passages],
+                                          self._encoder, cache)
 
     # Copies share the read-only index (DSPy optimizers deep-copy whole programs); a pickle
     # leaves the lock behind and makes a new one.
@@ -238,24 +285,78 @@ class LocalCorpus:
     def name(self) -> str:
         return self._name
 
+    @property
+    def dense(self) -> bool:
+        """Whether passages are ranked by the BM25 + embedding hybrid."""
+        return self._embeddings is not None
+
     def __len__(self) -> int:
         return len(self._passages)
 
     def __repr__(self) -> str:
-        return f"LocalCorpus({self._name!r}, passages={len(self)})"
+        hybrid = ", dense=True" if self.dense else ""
+        return f"LocalCorpus({self._name!r}, passages={len(self)}{hybrid})"
 
     def __call__(self, query: str, k: int = DEFAULT_TOP_K) -> list[Passage]:
-        """Top-k passages by BM25 score, best first; passages scoring 0 are never returned.
+        """Top-k passages, best first; ties keep corpus order so results are deterministic.
 
-        Zero-score passages share no term with the query, so returning them would only feed
-        the LM unrelated text. Ties keep corpus order so results are deterministic.
+        BM25 only (the default): passages scoring 0 are never returned. They share no term with
+        the query, so returning them would only feed the LM unrelated text; `score` is the
+        BM25 score.
+
+        Hybrid (`dense=True`): over all N passages, with b the BM25 scores and c the cosine
+        similarities between the query's and each passage's MiniLM embedding,
+
+            score = z(b) + z(c),   z(x) = (x - mean(x)) / std(x)   (0 where std(x) = 0)
+
+        so each signal counts by how far a passage stands out from the corpus for this query,
+        whatever the signal's own scale. Returned: every passage that shares a term with the
+        query (b > 0, as without dense), and a passage that shares none only when its combined
+        score is positive, i.e. its similarity lifts it above the corpus average despite its
+        below-average BM25: a paraphrase is found, while a passage that is merely no worse
+        than average in meaning is not. Dense retrieval thus adds candidates and reorders them;
+        every passage BM25 alone could return stays a candidate. A query with no searchable
+        word (empty, only stopwords) returns nothing; one whose words are all unknown to the
+        corpus is ranked by similarity alone. `score` is the combined z-score.
         """
-        terms = [tok for tok in tokenize(query) if tok in self._vocab]
+        terms = tokenize(query)
+        known = [tok for tok in terms if tok in self._vocab]
         k = min(k, len(self._passages))  # bm25s rejects k larger than the corpus
-        if not terms or k <= 0:
+        if k <= 0 or not terms or (not known and not self.dense):
             return []
-        with self._lock:
-            scores = np.asarray(self._index.get_scores(terms), dtype=float)
-        hits = np.flatnonzero(scores > 0)
+        scores = self.bm25_scores(query)
+        if self.dense:
+            combined = zscore(scores) + zscore(self.dense_scores(query))
+            hits = np.flatnonzero((scores > 0) | (combined > 0))
+            scores = combined
+        else:
+            hits = np.flatnonzero(scores > 0)
         ranked = hits[np.argsort(-scores[hits], kind="stable")][:k]
         return [self._passages[i].model_copy(update={"score": float(scores[i])}) for i in ranked]
+
+    def bm25_scores(self, query: str) -> np.ndarray:
+        """The BM25 score of every passage for `query`, in corpus order (all 0 when the query
+        has no word of the corpus's vocabulary)."""
+        terms = [tok for tok in tokenize(query) if tok in self._vocab]
+        if not terms:
+            return np.zeros(len(self._passages))
+        with self._lock:
+            return np.asarray(self._index.get_scores(terms), dtype=float)
+
+    def dense_scores(self, query: str) -> np.ndarray:
+        """The cosine similarity of every passage to `query`, in corpus order (dense only)."""
+        if self._embeddings is None or self._encoder is None:
+            raise ValueError("dense_scores needs a corpus built with dense=True")
+        from serc_dspy.retrieval.embed import normalize
+
+        vector = normalize(np.asarray(self._encoder.encode([query]), dtype=np.float32))[0]
+        return (self._embeddings @ vector).astype(float)
+
+
+def zscore(values: np.ndarray) -> np.ndarray:
+    """`(values - mean) / std` over the array; all zeros when the values are all equal."""
+    values = np.asarray(values, dtype=float)
+    std = float(values.std())
+    if not np.isfinite(std) or std < 1e-12:
+        return np.zeros_like(values)
+    return (values - values.mean()) / std
