@@ -31,3 +31,19 @@ def positive_float(value: str) -> float:
     if not number > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {number}")
     return number
+
+
+def add_rule_options(parser) -> None:
+    """`--rule +ID` / `--rule -ID` (repeatable): switch a named rule on or off for SERC methods
+    (`serc_dspy.rules`; an unknown id is an error listing the valid ones)."""
+    parser.add_argument("--rule", action="append", default=[], metavar="+ID|-ID",
+                        help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; "
+                             "repeatable (SERC methods; see the README's rule table)")
+
+
+def rule_switches(args) -> dict:
+    """`{"rules": {...}}` for a method's options, or `{}` when no --rule was given."""
+    from serc_dspy.rules import parse_switches
+
+    specs = getattr(args, "rule", None) or []
+    return {"rules": parse_switches(specs)} if specs else {}

@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from serc_dspy.arguments import non_negative, positive
+from serc_dspy.arguments import add_rule_options, non_negative, positive, rule_switches
 
 
 def register(subparsers) -> None:
@@ -44,6 +44,13 @@ def _prompt_options(parser) -> None:
     parser.add_argument("--frozen", action="store_true",
                         help="SERC methods: the paper's frozen prompts, not the model's "
                              "packaged compiled state")
+    add_rule_options(parser)
+
+
+def _ablate_options(parser) -> None:
+    parser.add_argument("--ablate", action="append", default=[], metavar="RULE",
+                        help="also run each SERC method with this rule off, on the same items, "
+                             "and report the paired difference of every figure (repeatable)")
 
 
 def _method_settings(args) -> dict:
@@ -55,7 +62,15 @@ def _method_settings(args) -> dict:
     return {"top_k": defaults["top_k"], "context_chars": defaults["context_chars"],
             "max_workers": defaults["workers"], "queries": defaults["queries"],
             "evidence": defaults["evidence"], "verdicts": defaults["verdicts"],
-            **({"compiled": None} if getattr(args, "frozen", False) else {})}
+            **({"compiled": None} if getattr(args, "frozen", False) else {}),
+            **rule_switches(args)}
+
+
+def _checked_rules(ids: list[str]) -> list[str]:
+    from serc_dspy.rules import check_ids
+
+    check_ids(ids)
+    return list(dict.fromkeys(ids))
 
 
 def _build_lm(args):
@@ -92,6 +107,7 @@ def _register_noise(kinds) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _lm_options(p)
     _prompt_options(p)
+    _ablate_options(p)
     p.set_defaults(handler=noise_command)
 
 
@@ -111,16 +127,20 @@ def noise_command(args) -> int:
 
     combined = run_noise(args.articles, args.out, methods=args.method, errors=args.errors,
                          bios=args.bios, seed=args.seed, seeds=args.seeds,
-                         sentences=args.sentences,
+                         ablate=_checked_rules(args.ablate), sentences=args.sentences,
                          include_lead=args.include_lead, offset=args.offset, lm=lm,
                          progress=not args.quiet,
                          on_run=on_run, **settings)
     if args.json:
         print(json.dumps(combined, ensure_ascii=False))
     else:
+        from serc_dspy.evaluation.ablation import ablation_table
         from serc_dspy.evaluation.benchmarks import collect_noise
 
         print(noise_table(collect_noise(args.out)), end="")
+        if combined.get("ablation"):
+            print("\nRules switched off, against the full method:\n\n"
+                  + ablation_table(combined["ablation"]), end="")
         print(f"[wrote {args.out}/noise.json, noise.md and "
               f"{combined.get('waterfall') or 'no plot: ' + combined.get('waterfall_error', '')}]",
               file=sys.stderr)
@@ -157,6 +177,7 @@ def _register_factcheck(kinds) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _lm_options(p)
     _prompt_options(p)
+    _ablate_options(p)
     p.set_defaults(handler=factcheck_command)
 
 
@@ -191,6 +212,7 @@ def factcheck_command(args) -> int:
         args.data, args.out, methods=args.method, items=args.items, offset=args.offset,
         evidence_kind=args.evidence, lm=lm, judge_lm=judge_lm, labels=labels,
         trained_state=_trained_state(args), include_trained=args.include_trained,
+        ablate=_checked_rules(args.ablate),
         progress=not args.quiet,
         on_run=lambda method, s: s.failed and failed.append(f"{method}: {s.failed} failed"),
         **settings)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.arguments import positive, positive_float
+from serc_dspy.arguments import add_rule_options, positive, positive_float, rule_switches
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 from serc_dspy.evaluation.protocol import record_command
 
@@ -131,6 +131,7 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--html", metavar="FILE",
                          help="save a self-contained HTML view of the decoding (serc view)")
     command.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_rule_options(command)
 
 
 def check_writable(path: str, option: str) -> Path:
@@ -270,6 +271,7 @@ def run(args) -> int:
         **({"density": args.density} if args.density else {}),
         **({"compiled": args.compiled} if args.compiled else {}),
         **({"compiled": None} if args.frozen else {}),
+        **rule_switches(args),
         max_facts_per_check=args.max_facts_per_check,
         queries=args.queries,
         evidence=args.evidence,

@@ -71,51 +71,6 @@ def normalize_name(name: str) -> str:
     return " ".join(words)
 
 
-SHORT_FORM_MIN = 3
-"""Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
-
-
-def same_name(first: str, second: str) -> bool:
-    """True when two names are the same after normalisation, or one full name (two words or
-    more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie').
-    A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
-    Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
-    away, while a short form that starts the same surname's given name is the same person."""
-    a, b = normalize_name(first).split(), normalize_name(second).split()
-    if not a or not b:
-        return False
-    if a == b:
-        return True
-    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    if len(short) < 2:
-        return False
-    if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
-            long_[0].startswith(short[0]):
-        long_ = [short[0], *long_[1:]]
-    position = 0
-    for word in long_:
-        if position < len(short) and word == short[position]:
-            position += 1
-    return position == len(short)
-
-
-def mentions(text: str, name: str) -> bool:
-    """True when `text` names `name` (normalised, as a contiguous run): a draft that says
-    "known professionally as Beenie Man" is about Beenie Man.
-
-    A one-word name ("Wendy", "Ronaldo") is too common to count anywhere in the text; it
-    counts only where the text gives it as its subject's name ("known professionally as
-    Wendy"). The firewall had reset a true bio of the singer Wendy, which opens with her birth
-    name, Shon Seung-wan."""
-    words = normalize_name(name).split()
-    if not words:
-        return False
-    folded = f" {normalize_name(text)} "
-    if len(words) == 1:
-        return re.search(rf" known(?: \w+){{0,2}} as {re.escape(words[0])} ", folded) is not None
-    return f" {' '.join(words)} " in folded
-
-
 def more_specific(first: Descriptor, second: Descriptor) -> Descriptor:
     """Prefer a usable descriptor that carries a characteristic, then the longer one."""
     candidates = [d for d in (first, second) if d.usable]

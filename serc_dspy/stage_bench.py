@@ -92,7 +92,7 @@ def _descriptor(text: str):
 def _firewall_score(pairs: list[dict], judge: dspy.Predict) -> dict[str, Any]:
     """The firewall's decision as SERC makes it: one normalised name passes with no judge call,
     otherwise the judge decides."""
-    from serc_dspy.entities import same_name
+    from serc_dspy.rules.names import same_name
 
     started = time.monotonic()
     failures = calls = 0

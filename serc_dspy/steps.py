@@ -53,7 +53,7 @@ from serc_dspy.errors import (
     one_line,
     redact,
 )
-from serc_dspy.trace import StepUsage, Trace
+from serc_dspy.trace import Ruling, StepUsage, Trace
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -273,17 +273,28 @@ class Run:
     deadline: float | None = None
     """`time.monotonic()` after which no new LM call starts (steps then degrade)."""
     deadline_s: float | None = None
-    substitutions: dict[str, Any] = field(default_factory=dict)
-    """fact id -> the detail its cited quote swaps (facts.Substitution), found in detection
-    and used by correction when the LM's own fix fails or rewrites the fact away."""
+    rules: Any = None
+    """The run's `serc_dspy.rules.RuleSet` (which rules are on), for programs that have rules."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _slots: PrioritySlots | None = None
     _counts: dict[str, list[int]] = field(default_factory=dict)
 
-    # -- events and progress ----------------------------------------------------------------
+    # -- events, rulings and progress --------------------------------------------------------
     def log(self, phase: str, message: str, kind: str = "info") -> None:
         with self.lock:
             self.trace.log(phase, redact(message), kind)
+
+    def on(self, rule: str) -> bool:
+        """Whether the named rule is on for this run (`serc_dspy.rules.RuleSet.on`)."""
+        return self.rules.on(rule)
+
+    def rule(self, rule: str, node: str = "", before: str | None = None,
+             after: str | None = None, detail: str = "") -> None:
+        """Record one firing of a named rule as a `Ruling` in the trace."""
+        ruling = Ruling(rule=rule, node=node, before=before, after=after,
+                        detail=redact(detail) if detail else "")
+        with self.lock:
+            self.trace.rulings.append(ruling)
 
     def expect(self, phase: str, n: int) -> None:
         """`n` more items of `phase` are on their way (its progress total grows)."""

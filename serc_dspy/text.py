@@ -110,16 +110,6 @@ def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120
     return len(output) > ratio * len(source) + slack
 
 
-def drifted(output: str, source: str, *, min_overlap: float = 0.4) -> bool:
-    """True when a rewrite shares too few content words with what it was written from: a polish
-    may reorder and merge, never change the topic."""
-    def content(text: str) -> set[str]:
-        return {w for w in words(normalise(text)) if len(w) > 3 or is_wide(w)}
-
-    wanted = content(source)
-    return bool(wanted) and len(content(output) & wanted) < min_overlap * len(wanted)
-
-
 def is_refusal(text: str) -> bool:
     """True when the text declines to answer; such a draft carries no facts to decode."""
     return bool(_REFUSAL.search(text or ""))

@@ -36,6 +36,34 @@ class Sentence(BaseModel):
     kept_verbatim: bool = True
 
 
+class Witness(BaseModel):
+    """What a cited quote says instead of a claim: the claim's details it gives other values
+    for (`contradicted`), and `old` / `new` when exactly one detail was swapped, so the claim
+    can be corrected by swapping it back. Saved on the fact it witnesses against."""
+
+    reason: str
+    old: str | None = None
+    new: str | None = None
+    contradicted: tuple[str, ...] = ()
+
+    def kept_by(self, fix: str) -> bool:
+        """Whether a fix still states every contradicted detail: then it fixed nothing."""
+        import re
+
+        return bool(self.contradicted) and all(
+            re.search(rf"(?<!\w){re.escape(term)}(?!\w)", fix, re.IGNORECASE)
+            for term in self.contradicted)
+
+    def apply(self, claim: str) -> str | None:
+        """The claim with `old` replaced by `new` (whole words), or None if not applicable."""
+        import re
+
+        if not (self.old and self.new):
+            return None
+        fixed, count = re.subn(rf"(?<!\w){re.escape(self.old)}(?!\w)", self.new, claim)
+        return fixed if count else None
+
+
 class Fact(BaseModel):
     """A variable node: one atomic fact of one sentence, with its syndrome and correction."""
 
@@ -44,6 +72,10 @@ class Fact(BaseModel):
     sentence: int
     check: str | None = None
     verdict: Verdict | None = None
+    lm_verdict: Verdict | None = None
+    """The verifier's own verdict, before any rule held it to its quote; `verdict` is final."""
+    witness: Witness | None = None
+    """The detail the cited quote gives another value for (see `Witness`)."""
     quote: str | None = None
     """The evidence sentence the verdict rests on, when the verifier cites one."""
     second_verdict: Verdict | None = None
@@ -162,11 +194,24 @@ class Step(BaseModel):
 
 
 class Event(BaseModel):
-    """Something a reader of the trace should know that is not a node: a failure, a fallback."""
+    """Something a reader of the trace should know that is not a node or a ruling: an outage
+    or failed call (`error`), a degraded step or a bound (`fallback`), a note (`info`)."""
 
     phase: str
     kind: Literal["error", "fallback", "info"] = "info"
     message: str
+
+
+class Ruling(BaseModel):
+    """One firing of a named deterministic rule (`serc_dspy.rules`): which rule, on which node
+    (a fact, check or sentence id, `answer` or `firewall`), what it changed from and to, and
+    why (the witness, the reason)."""
+
+    rule: str
+    node: str = ""
+    before: str | None = None
+    after: str | None = None
+    detail: str = ""
 
 
 class Syndrome(BaseModel):
@@ -225,6 +270,12 @@ class Trace(BaseModel):
     reconstructed: str = ""
     answer: str = ""
     events: list[Event] = Field(default_factory=list)
+    rulings: list[Ruling] = Field(default_factory=list)
+    rules_off: list[str] = Field(default_factory=list)
+    """Rules switched off for this run (by the caller, or as English-only on another
+    language)."""
+    language: str = ""
+    """`en`, or `other` when the received answer is not English (`rules.language_of`)."""
     usage: Usage = Field(default_factory=Usage)
 
     def fact(self, fact_id: str) -> Fact:
@@ -239,6 +290,13 @@ class Trace(BaseModel):
     @property
     def errors(self) -> list[Event]:
         return [event for event in self.events if event.kind == "error"]
+
+    def ruled(self, rule: str | None = None, node: str | None = None) -> list[Ruling]:
+        """The rulings of `rule` (an id, or a concern prefix such as `quote.`), on `node`."""
+        return [r for r in self.rulings
+                if (rule is None or r.rule == rule or (rule.endswith(".")
+                                                        and r.rule.startswith(rule)))
+                and (node is None or r.node == node)]
 
     @property
     def syndrome(self) -> Syndrome:

@@ -100,7 +100,7 @@ class CitedVerifier(StageProgram):
         super().__init__("fact_checker", fact_checker)
 
     def forward(self, evidence: str, claim: str) -> dspy.Prediction:
-        from serc_dspy.facts import hold_to_quote, opening_name
+        from serc_dspy.rules.quotes import hold_to_quote, opening_name
 
         result = self.fact_checker(evidence=evidence, claim=claim)
         quote = result.quote or ""

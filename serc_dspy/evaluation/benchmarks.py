@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.errors import UserError
+from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
 from serc_dspy.evaluation.intervals import format_ci, with_intervals
@@ -65,6 +66,7 @@ def run_noise(
     bios: int,
     seed: int = 0,
     seeds: Sequence[int] | None = None,
+    ablate: Sequence[str] = (),
     sentences: int = 3,
     include_lead: bool = False,
     offset: int = 0,
@@ -88,15 +90,16 @@ def run_noise(
     for k in errors:
         for one_seed in (seeds if seeds else [seed]):
             _run_noise_seed(articles, articles_path, out, k=k, seed=one_seed, methods=methods,
-                            bios=bios, sentences=sentences, include_lead=include_lead,
-                            offset=offset, lm=lm, progress=progress, on_run=on_run,
-                            method_options=method_options)
+                            ablate=ablate, bios=bios, sentences=sentences,
+                            include_lead=include_lead, offset=offset, lm=lm, progress=progress,
+                            on_run=on_run, method_options=method_options)
     rescore_noise(out, articles)  # every run in `out`, earlier ones included, scored alike
     return write_noise_report(collect_noise(out), out)
 
 
-def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, methods, bios,
-                    sentences, include_lead, offset, lm, progress, on_run, method_options):
+def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, methods, ablate,
+                    bios, sentences, include_lead, offset, lm, progress, on_run,
+                    method_options):
     drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
                          offset=offset)
     suffix = seed_suffix(seed)
@@ -104,9 +107,10 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
     corpora = corpus_articles(articles, drafts, include_lead=include_lead)
     items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
     source = str(articles_path) if not isinstance(articles_path, Mapping) else "<memory>"
-    for method in methods:
+    for label, method, rules_off in variants(methods, ablate, accepts_rules):
+        options = with_rules_off(method_options, rules_off)
         summary = run_experiment(
-            method, items, out / f"{method}-k{k}{suffix}.jsonl", lm=lm, progress=progress,
+            method, items, out / f"{label}-k{k}{suffix}.jsonl", lm=lm, progress=progress,
             dataset=f"noise-k{k}",
             retriever=_NamedRetriever(f"article-body{'+lead' if include_lead else ''}"),
             retriever_for=lambda item, c=corpora: _corpus_retriever(c[item.topic], item.topic),
@@ -114,9 +118,24 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
                   "sentences": sentences, "include_lead": include_lead,
                   "split": split_of_articles(source),
                   **({"offset": offset} if offset else {})},
-            **method_options)
+            **options)
         if on_run:
-            on_run(method, k, summary)
+            on_run(label, k, summary)
+
+
+def accepts_rules(method: str) -> bool:
+    """Whether a registered method takes `rules=` (the SERC family)."""
+    from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, get_method
+    from serc_dspy.programs.serc import SERC
+
+    return "rules" in SERC_ONLY_OPTIONS and get_method(method).program is SERC
+
+
+def with_rules_off(options: dict[str, Any], off: dict[str, bool]) -> dict[str, Any]:
+    """`options` with the rules of `off` switched off, beside any the caller switched."""
+    if not off:
+        return options
+    return {**options, "rules": {**(options.get("rules") or {}), **off}}
 
 
 class _NamedRetriever:
@@ -218,8 +237,12 @@ def write_noise_report(by_k: Mapping[int, Mapping[str, NoiseSummary]],
     except UserError as exc:
         combined["waterfall"] = None
         combined["waterfall_error"] = str(exc)
+    combined["ablation"] = ablation(out, "noise")
     _write_json(out / "noise.json", combined)
-    (out / "noise.md").write_text(noise_table(by_k), encoding="utf-8")
+    ablated = ablation_table(combined["ablation"])
+    (out / "noise.md").write_text(noise_table(by_k) + (
+        f"\nRules switched off, against the full method:\n\n{ablated}" if ablated else ""),
+        encoding="utf-8")
     return combined
 
 

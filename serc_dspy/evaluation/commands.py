@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from serc_dspy.arguments import non_negative, positive
+from serc_dspy.arguments import add_rule_options, non_negative, positive, rule_switches
 from serc_dspy.errors import UserError, redact
 
 DEFAULT_LM = None  # the offline default model (qwen1.5b); see backends/spec.py
@@ -87,6 +87,7 @@ def _register_run(subparsers) -> None:
                      help="passages per query (default: the model's CPU default, else 8)")
     run.add_argument("--context-chars", type=positive, default=None,
                      help="cap on retrieved context per query (default: the model's, else 20000)")
+    add_rule_options(run)
     run.add_argument("--frozen", action="store_true",
                      help="SERC methods: the paper's frozen prompts, not the model's packaged "
                           "compiled state")
@@ -149,6 +150,7 @@ def run_command(args) -> int:
         queries=defaults["queries"], evidence=defaults["evidence"],
         verdicts=defaults["verdicts"],
         **({"compiled": None} if args.frozen else {}),
+        **rule_switches(args),
     )
     print(f"{args.method} on {args.dataset}: {summary.completed} run "
           f"({summary.failed} failed), {summary.skipped} already done, "

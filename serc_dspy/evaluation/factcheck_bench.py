@@ -22,6 +22,7 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
+from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.factcheck import (
     ClaimJudge,
@@ -140,6 +141,7 @@ def run_factcheck(
     labels: str | os.PathLike[str] | None = None,
     trained_state: Mapping[str, Any] | None = None,
     include_trained: bool = False,
+    ablate: Sequence[str] = (),
     progress: bool = True,
     on_run: Any = None,
     **method_options: Any,
@@ -161,8 +163,10 @@ def run_factcheck(
     suffix = "" if evidence == "auto" else f"-{evidence}"
     runs = [i for i in chosen]
     numbers = [i.number for i in runs]
-    for method in methods:
-        path = out / f"{method}{suffix}.jsonl"
+    from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
+
+    for label, method, rules_off in variants(methods, ablate, accepts_rules):
+        path = out / f"{label}{suffix}.jsonl"
         summary = run_experiment(
             method, [Item(id=i.id, question=i.question, topic=i.id, draft=i.draft) for i in runs],
             path, lm=lm, progress=progress, dataset=f"factcheck-{evidence}",
@@ -171,9 +175,9 @@ def run_factcheck(
             meta={"data": str(data), "evidence": evidence, "offset": offset, "items": items,
                   "split": split_of_items(numbers), "excluded_as_trained": excluded,
                   "without_passages": bare},
-            **method_options)
+            **with_rules_off(method_options, rules_off))
         if on_run:
-            on_run(method, summary)
+            on_run(label, summary)
     judge = ClaimJudge(judge_lm if judge_lm is not None else lm)
     report: dict[str, Any] = {"methods": {}, "evidence": evidence, "items": numbers,
                               "split": split_of_items(numbers), "excluded_as_trained": excluded,
@@ -186,6 +190,7 @@ def run_factcheck(
             scores = [s for s in score_run(path, by_id, judge)]
             report["methods"][method] = summarize_factcheck(scores)
     report["judge_calls"] = judge.calls
+    report["ablation"] = ablation(out, "factcheck")
     labels_path = Path(labels) if labels else None
     if labels_path is not None:
         report["judge_agreement"] = measure_judge(out, labels_path,
@@ -236,4 +241,7 @@ def factcheck_table(report: Mapping[str, Any]) -> str:
     if report.get("without_passages"):
         notes.append(f"- without {report.get('evidence')} passages (not run): "
                      f"{', '.join(report['without_passages'])}")
-    return "\n".join(lines) + "\n\n" + "\n".join(notes) + ("\n" if notes else "")
+    table = "\n".join(lines) + "\n\n" + "\n".join(notes) + ("\n" if notes else "")
+    ablated = ablation_table(report.get("ablation") or [])
+    return table + (f"\nRules switched off, against the full method:\n\n{ablated}"
+                    if ablated else "")

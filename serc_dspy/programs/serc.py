@@ -20,21 +20,7 @@ from typing import Any, ClassVar, Literal
 import dspy
 
 from serc_dspy.backends.models import model_of_lm
-from serc_dspy.entities import Descriptor, mentions, more_specific, same_name
-from serc_dspy.facts import (
-    HeldVerdict,
-    clean_facts,
-    hold_to_quote,
-    loses_content,
-    lost_content,
-    minimal_edit,
-    not_a_statement,
-    orphan_details,
-    rewords,
-    split_clauses,
-    subject_pronouns,
-    unstated_details,
-)
+from serc_dspy.entities import Descriptor, more_specific
 from serc_dspy.layout import Layout
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
@@ -46,6 +32,18 @@ from serc_dspy.programs.base import (
     format_passages,
 )
 from serc_dspy.retrieval.base import RetrievalError
+from serc_dspy.rules import RuleSet, language_of
+from serc_dspy.rules.draft import answer_claim
+from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
+from serc_dspy.rules.guards import minimal_edit, orphan_details, polish_problem, rewrite_problem
+from serc_dspy.rules.hygiene import (
+    clean_facts,
+    not_a_statement,
+    split_clauses,
+    subject_pronouns,
+)
+from serc_dspy.rules.names import mentions, same_name
+from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
 from serc_dspy.signatures import (
     AnswerEntity,
     AtomicFacts,
@@ -68,11 +66,8 @@ from serc_dspy.states import is_compiled_state, load_compiled
 from serc_dspy.steps import gather
 from serc_dspy.text import (
     SHORT_ANSWER_CHARS,
-    SHORT_SENTENCE_CHARS,
     best_match,
-    drifted,
     is_refusal,
-    is_runaway,
     needs_cold_start,
     normalise,
     similarity,
@@ -86,9 +81,6 @@ QueryMode = Literal["lm", "facts"]
 EvidenceMode = Literal["summary", "passages"]
 VerdictMode = Literal["check", "fact"]
 UNCHANGED = ("kept", "unverified", "uncorrected")
-# A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
-# scores 0.3-0.7 here; an unrelated sentence under 0.1).
-POSITIONAL_MIN_SIMILARITY = 0.3
 REWRITE_CONTEXT_SENTENCES = 2
 """A rewrite sees the accepted facts of this many preceding sentences (for flow: not repeating
 them, resolving "she"). All of them would make rewrite prompts grow with the square of the
@@ -156,6 +148,9 @@ class SERC(TracedProgram):
             plain DSPy `save()`) or a packaged NAME (`serc_dspy/compiled/NAME.json`) is applied
             at construction. A stage saved for another signature structure logs a warning
             naming it and gets only its demos and instructions; pickles are refused.
+        rules: switch named rules on or off, e.g. `{"quote.overrule": False}` (the ids and
+            their defaults are in `serc_dspy.rules.RULES`; an unknown id is an error listing
+            the valid ones). Every firing is a `Ruling` in the trace.
     """
 
     method_name = "serc"
@@ -193,9 +188,11 @@ class SERC(TracedProgram):
         max_sentences: int = 100,
         max_facts_per_sentence: int = 12,
         compiled: str | Path | None = "auto",
+        rules: dict[str, bool] | None = None,
         **options: Any,
     ):
         super().__init__(retriever, **options)
+        self.rules = RuleSet(rules)
         if density not in ("sentence", "atomic"):
             raise InputError(f"density must be 'sentence' or 'atomic', got {density!r}")
         if max_facts_per_check < 1:
@@ -333,17 +330,20 @@ class SERC(TracedProgram):
         trace = run.trace
         trace.firewall.enabled = self.firewall
         received = await self.initial_answer(run, question, draft)
+        self.read_language(run, received)
         context = _LazyContext(self, run, question)
 
-        if trace.draft_given and needs_cold_start(received):
+        if trace.draft_given and needs_cold_start(received) and run.on("draft.short_claim"):
             # The cold start replaces the model's own failed first answer; a caller's draft,
             # however short, is the caller's input: it is decoded, as one claim that answers
             # the question, and changed only by a correction the evidence supports.
             trace.short_draft = True
             trace.received, trace.subject = received, question
             trace.firewall.error = "skipped: a short caller draft is checked as one claim"
-            run.log("align", "the caller's draft is short: checked as one claim answering the "
-                    "question (no cold start, no firewall)")
+            run.rule("draft.short_claim", "answer", before=received,
+                     after=answer_claim(question, received),
+                     detail="a short caller draft: checked as one claim answering the question "
+                            "(no cold start, no firewall)")
             return received
         if needs_cold_start(received):
             trace.cold_start = True
@@ -364,6 +364,13 @@ class SERC(TracedProgram):
         elif trace.cold_start:
             trace.firewall.error = "skipped: the answer was already grounded by the cold start"
         return trace.received
+
+    def read_language(self, run: Run, received: str) -> None:
+        """The rules of this run: the program's switches, with the English-only rules off when
+        the received answer is not English."""
+        run.trace.language = language_of(received)
+        run.rules = self.rules.for_language(run.trace.language)
+        run.trace.rules_off = run.rules.off()
 
     async def grounded_answer(self, run: Run, question: str, passages: list[Passage],
                               fallback: str) -> str:
@@ -416,25 +423,29 @@ class SERC(TracedProgram):
         if not passages:
             firewall.decision = "passed: no retrieved context to compare with"
             return
-        if not (answer.usable and evidence.usable):
+        if not (answer.usable and evidence.usable) and run.on("firewall.placeholder"):
             which = " and ".join(k for k, d in (("answer", answer), ("evidence", evidence))
                                  if not d.usable)
             firewall.decision = f"passed: the {which} descriptor is empty or a placeholder"
-            run.log("firewall", firewall.decision, "fallback")
+            run.rule("firewall.placeholder", "firewall", detail=firewall.decision)
             return
-        if same_name(answer.name, evidence.name):
+        if run.on("firewall.same_name") and same_name(answer.name, evidence.name, run.rules):
             firewall.same_entity = True
             firewall.decision = "passed: the answer and the evidence name the same entity " \
                                 "(same normalised name, no judge call)"
+            run.rule("firewall.same_name", "firewall", detail=f"{answer} / {evidence}")
             trace.subject = str(more_specific(answer, evidence))
             return
-        if query.usable and same_name(query.name, evidence.name) and \
-                mentions(trace.received, query.name):
+        if run.on("firewall.asked_entity") and query.usable and \
+                same_name(query.name, evidence.name, run.rules) and \
+                mentions(trace.received, query.name, run.rules):
             # The answer descriptor named another of the subject's names (a birth name, say)
             # while the answer itself names the entity asked about, which the evidence is about.
             firewall.same_entity = True
             firewall.decision = (f"passed: the answer names the asked entity ({query.name}), "
                                  "which the evidence is about (no judge call)")
+            run.rule("firewall.asked_entity", "firewall",
+                     detail=f"{query.name}: the answer descriptor said {answer}")
             # The query descriptor is guessed from the question alone: the evidence's wins.
             trace.subject = str(evidence if evidence.characteristic else
                                 more_specific(evidence, query))
@@ -507,35 +518,45 @@ class SERC(TracedProgram):
         return facts
 
     def hygiene(self, run: Run, sentence: Sentence, raw: list[str] | None) -> list[str]:
-        """Keep only statements grounded in the sentence; log every fact that is dropped.
+        """Keep only statements grounded in the sentence (the `hygiene.` rules); each item
+        dropped, split or stood in for is a ruling on the sentence.
 
         If nothing usable is left of a sentence that was read, the sentence itself becomes its
         one fact, so it is still verified rather than silently passed through.
         """
         if raw is None:
             return []
+        node = f"s{sentence.index}"
         if len(raw) > 4 * self.max_facts_per_sentence:
             run.log("decompose", f"sentence {sentence.index}: the extractor returned {len(raw)} "
                     f"items; read the first {4 * self.max_facts_per_sentence} "
                     "(max_facts_per_sentence)", "fallback")
             raw = raw[:4 * self.max_facts_per_sentence]
         name = subject_name(run.trace.subject)
-        pronouns = subject_pronouns(run.trace.received)
-        raw = [part for item in raw for part in split_clauses(str(item), name, pronouns)]
+        if run.on("hygiene.clause_split"):
+            pronouns = subject_pronouns(run.trace.received)
+            split = []
+            for item in raw:
+                parts = split_clauses(str(item), name, pronouns)
+                if len(parts) > 1:
+                    run.rule("hygiene.clause_split", node, before=str(item),
+                             after=" | ".join(parts))
+                split += parts
+            raw = split
         # Grounded in the sentence and the subject's name, never its characteristic: that is a
         # descriptor a model wrote, and "Rennie Fritchie (American actor, producer, and
         # director)", guessed from the question alone, made a life peer's fact "actress".
-        facts, dropped = clean_facts(raw, sentence.text, name or run.trace.subject)
+        facts, dropped = clean_facts(raw, sentence.text, name or run.trace.subject, run.rules)
         if len(facts) > self.max_facts_per_sentence:
             run.log("decompose", f"sentence {sentence.index}: {len(facts)} facts; kept the first "
                     f"{self.max_facts_per_sentence} (max_facts_per_sentence)", "fallback")
             facts = facts[:self.max_facts_per_sentence]
-        for fact, reason in dropped:
-            run.log("decompose", f"sentence {sentence.index}: dropped fact {fact!r} ({reason})",
-                    "fallback")
-        if not facts and not_a_statement(sentence.text) is None:
-            run.log("decompose", f"sentence {sentence.index}: no usable fact extracted; the "
-                    "sentence is checked as one fact", "fallback")
+        for item in dropped:
+            run.rule(item.rule, node, before=item.text, after=item.after, detail=item.reason)
+        if not facts and run.on("hygiene.sentence_fact") and \
+                not_a_statement(sentence.text, run.rules) is None:
+            run.rule("hygiene.sentence_fact", node, after=sentence.text,
+                     detail="no usable fact extracted; the sentence is checked as one fact")
             facts = [sentence.text]
         return facts
 
@@ -612,34 +633,35 @@ class SERC(TracedProgram):
             for fact in facts:
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
-                if self.cross_check(run, evidence, fact).unwitnessed:
+                fact.lm_verdict = fact.verdict
+                if self.cross_check(run, evidence, fact).unwitnessed and \
+                        run.on("quote.second_vote"):
                     await self.second_opinion(run, evidence, fact)
             return
         verdicts = await self.check_verdicts(run, evidence, facts)
         for fact, verdict in zip(facts, verdicts, strict=True):
-            fact.verdict = verdict
+            fact.verdict = fact.lm_verdict = verdict
 
     def cross_check(self, run: Run, evidence: str, fact: Fact) -> HeldVerdict:
-        """Hold a cited verdict to its own quote (`hold_to_quote`): a quote from the evidence
-        that gives another value for one of the claim's details contradicts it, an echoed
-        claim proves nothing, and a contradiction's witness is kept for the correction. A
-        contradiction without one goes to `second_opinion`."""
-        held = hold_to_quote(fact.verdict, fact.text, fact.quote, evidence, run.trace.subject)
-        if held.note:
-            run.log("detect", f"fact {fact.id}: {held.note}", "fallback")
-        fact.verdict = held.verdict
-        if held.swap is not None:
-            with run.lock:
-                run.substitutions[fact.id] = held.swap
+        """Hold a cited verdict to its own quote (`rules.quotes.hold_to_quote`): a quote from
+        the evidence that gives another value for one of the claim's details contradicts it,
+        an echoed claim proves nothing, and a contradiction's witness is kept on the fact for
+        the correction. A contradiction without one goes to `second_opinion`."""
+        held = hold_to_quote(fact.verdict, fact.text, fact.quote, evidence, run.trace.subject,
+                             run.rules)
+        if held.rule:
+            run.rule(held.rule, fact.id, before=fact.verdict, after=held.verdict,
+                     detail=held.note or "")
+        fact.verdict, fact.witness = held.verdict, held.witness
         return held
 
     async def second_opinion(self, run: Run, evidence: str, fact: Fact) -> None:
-        """A cited contradiction whose quote shows no conflicting detail (see
-        `contradiction_witness`) rests on the verifier's word alone. On the held-out noise
-        bios every such contradiction of a true fact was "corrected" into a false one ("born
-        on April 8, 1944" -> "April 7, 1944", citing a paragraph about his death), so such a
-        fact is never rewritten: the uncited verifier votes, SUPPORTED keeps it, any other
-        vote prunes it (NOT_FOUND). A failed vote leaves it unverified, in the draft's words."""
+        """`quote.second_vote`: a cited contradiction whose quote shows no conflicting detail
+        rests on the verifier's word alone. On the held-out noise bios every such
+        contradiction of a true fact was "corrected" into a false one ("born on April 8,
+        1944" -> "April 7, 1944", citing a paragraph about his death), so such a fact is never
+        rewritten: the uncited verifier votes, SUPPORTED keeps it, any other vote prunes it
+        (NOT_FOUND). A failed vote leaves it unverified, in the draft's words."""
         def unverified(error: str) -> None:
             fact.verdict, fact.status = None, "unverified"
 
@@ -651,9 +673,9 @@ class SERC(TracedProgram):
             return
         fact.second_verdict = judged.verdict
         fact.verdict = "SUPPORTED" if judged.verdict == "SUPPORTED" else "NOT_FOUND"
-        run.log("detect", f"fact {fact.id}: judged CONTRADICTED, but its quote shows no "
-                f"conflicting detail; a second verdict said {judged.verdict}, so "
-                f"{fact.verdict}", "fallback")
+        run.rule("quote.second_vote", fact.id, before="CONTRADICTED", after=fact.verdict,
+                 detail=f"its quote shows no conflicting detail; the second verdict said "
+                        f"{judged.verdict}")
 
     async def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]
@@ -694,7 +716,8 @@ class SERC(TracedProgram):
         # A fix that restates its fact is no fix; a small model does this. One retry, on the
         # facts still open and with some sampling freedom, is allowed; then they stay
         # CONTRADICTED and uncorrected.
-        for attempt, temperature in enumerate((0.0, 0.5)):
+        temperatures = (0.0, 0.5) if run.on("fix.retry") else (0.0,)
+        for attempt, temperature in enumerate(temperatures):
             open_facts = [f for f in wrong if f.status == "pending"]
             if not open_facts:
                 break
@@ -710,9 +733,10 @@ class SERC(TracedProgram):
             if fixes is None:
                 break
             self.apply_fixes(run, fixes, open_facts, related)
-            if attempt == 0 and any(f.status == "pending" for f in wrong):
-                run.log("correct", f"sentence {sentence}: a contradicted fact got no usable fix; "
-                        "retrying once", "fallback")
+            if attempt == 0 and len(temperatures) > 1 and any(f.status == "pending"
+                                                               for f in wrong):
+                run.rule("fix.retry", f"s{sentence}", detail="a contradicted fact got no usable "
+                         "fix; asked once more at temperature 0.5")
         for fact in wrong:
             self.swap_back(run, fact)
             if fact.status == "pending":
@@ -726,38 +750,40 @@ class SERC(TracedProgram):
         unmatched = [fix for fix in fixes
                      if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
         still_open = [f for f in open_facts if f.status == "pending"]
-        if len(unmatched) > 1 and len(still_open) == 1:
+        if len(unmatched) > 1 and len(still_open) == 1 and run.on("fix.join_pieces"):
             # Several pieces for the one open fact: the model split its fix. Join them.
             fact = still_open[0]
             pieces = [fix.fixed or (fix.original if normalise(fix.original)
                                     in normalise(fact.text) else "") for fix in unmatched]
             joined = " ".join(_as_sentence(piece) for piece in pieces if piece.strip())
+            run.rule("fix.join_pieces", fact.id, after=joined,
+                     detail=f"{len(unmatched)} unmatched pieces joined")
             unmatched = [FactFix(original=fact.text, fixed=joined)]
-        if unmatched and len(unmatched) == len(still_open):
+        if unmatched and len(unmatched) == len(still_open) and run.on("fix.positional"):
             # A small model often quotes its fix, not the original, as `original`; when the
             # unmatched fixes and the open facts pair up one to one, the order decides.
             for fix, fact in zip(unmatched, still_open, strict=True):
                 if similarity(fix.fixed, fact.text) < POSITIONAL_MIN_SIMILARITY:
                     continue  # a fix unlike its fact is not a fix of it: never guessed
-                run.log("correct", f"fix {fix.original!r} matched no fact by text; mapped "
-                        f"to {fact.id} by position", "fallback")
+                run.rule("fix.positional", fact.id, before=fix.original, after=fix.fixed,
+                         detail="matched no fact by text; mapped by position")
                 self.apply_fix(run, fact.text, fix.fixed, [fact], [])
 
     def swap_back(self, run: Run, fact: Fact) -> None:
-        """When the quote swapped exactly one detail, the minimal correction is to swap it back.
-        It stands in for an LM fix that is missing, empty, or rewrites the fact's other
-        details away (a small model copies the quote over the fact)."""
-        swap = run.substitutions.get(fact.id)
+        """`fix.swap_back`: when the quote swapped exactly one detail, the minimal correction is
+        to swap it back. It stands in for an LM fix that is missing, empty, or rewrites the
+        fact's other details away (a small model copies the quote over the fact)."""
+        swap = fact.witness
         minimal = swap.apply(fact.text) if swap is not None else None
-        if minimal is None:
+        if minimal is None or not run.on("fix.swap_back"):
             return
         if fact.status == "corrected" and not loses_content(fact.text, fact.correction or "",
                                                             swap.old):
             return
         why = ("instead of a fix that dropped other details" if fact.status == "corrected"
                else "no usable fix")
-        run.log("correct", f"fact {fact.id}: {swap.old} -> {swap.new} from its quote ({why})",
-                "fallback")
+        run.rule("fix.swap_back", fact.id, before=fact.correction or fact.text, after=minimal,
+                 detail=f"{swap.old} -> {swap.new} from its quote ({why})")
         fact.correction, fact.status = minimal, "corrected"
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
@@ -777,38 +803,40 @@ class SERC(TracedProgram):
                 continue
             fact = open_facts[match[0]]
             record.fact, record.match_score, record.propagated = fact.id, match[1], propagated
-            if normalise(fixed) == normalise(fact.text) or \
-                    rewords(fact.text, fixed, run.trace.subject):
-                if not propagated:
-                    run.log("correct", f"the fix for fact {fact.id} restates it; not a "
-                            "correction", "fallback")
+            refused = self.refuse_fix(run, fact, fixed, propagated)
+            if refused is not None:
+                if not propagated or refused == "fix.propagated_delete":
+                    run.rule(refused, fact.id, before=fact.text, after=fixed,
+                             detail="not a correction")
                 break
-            witness = run.substitutions.get(fact.id)
-            if not propagated and fixed and witness is not None and witness.kept_by(fixed):
-                # "appointed Knight of the Thistle in 2009" -> "knighted in 2009": the year
-                # the quote contradicts is still there, so nothing was fixed.
-                run.log("correct", f"the fix for fact {fact.id} keeps what its quote "
-                        f"contradicts ({', '.join(witness.contradicted)}); not a correction",
-                        "fallback")
-                break
-            if propagated and not fixed:
-                run.log("correct", f"a propagated change would delete fact {fact.id}; kept",
-                        "fallback")
-                break
-            if not fixed:
-                # An empty fix says the corrector could not fix it, not that the fact is
-                # false beyond repair: the fact stays contradicted (and open for the retry).
-                run.log("correct", f"the fix for fact {fact.id} came back empty; not a "
-                        "correction", "fallback")
-                break
-            fact.correction = fixed
-            fact.status = "corrected"
+            fact.correction = fixed or None  # empty, with its rules off: pruned, as the paper
+            fact.status = "corrected" if fixed else "pruned"
             break
         else:
             run.log("correct", f"correction for {original!r} matched no fact", "fallback")
         with run.lock:
             run.trace.corrections.append(record)
         return record.fact is not None
+
+    def refuse_fix(self, run: Run, fact: Fact, fixed: str, propagated: bool) -> str | None:
+        """The `fix.` rule that refuses a fix for this fact, or None when it is a correction."""
+        if run.on("fix.restates") and normalise(fixed) == normalise(fact.text):
+            return "fix.restates"
+        if run.on("fix.rewords") and fixed and rewords(fact.text, fixed, run.trace.subject):
+            return "fix.rewords"
+        witness = fact.witness
+        if not propagated and fixed and witness is not None and witness.kept_by(fixed) and \
+                run.on("fix.keeps_contradicted"):
+            # "appointed Knight of the Thistle in 2009" -> "knighted in 2009": the year the
+            # quote contradicts is still there, so nothing was fixed.
+            return "fix.keeps_contradicted"
+        if propagated and not fixed and run.on("fix.propagated_delete"):
+            return "fix.propagated_delete"
+        if not fixed and run.on("fix.empty"):
+            # An empty fix says the corrector could not fix it, not that the fact is false
+            # beyond repair: the fact stays contradicted (and open for the retry).
+            return "fix.empty"
+        return None
 
     async def reconstruct(self, run: Run, sentence: Sentence, facts: list[Fact],
                           kept: list[str], accepted: _AcceptedFacts) -> None:
@@ -819,10 +847,12 @@ class SERC(TracedProgram):
         trace = run.trace
         run.expect("reconstruct", 1)
         sentence.kept_verbatim = False
-        orphans = orphan_details(sentence.text, [f.text for f in facts], trace.subject)
+        orphans = (orphan_details(sentence.text, [f.text for f in facts], trace.subject)
+                   if run.on("rewrite.orphan") else [])
         if not kept:
             sentence.rewritten = "" if not orphans else self.fallback_sentence(
-                run, sentence, facts, kept, orphans, "would drop the whole sentence")
+                run, sentence, facts, kept, orphans, ("rewrite.orphan",
+                                                      "would drop the whole sentence"))
             run.advance("reconstruct")
             return
         earlier = await accepted.before(sentence.index, REWRITE_CONTEXT_SENTENCES)
@@ -832,45 +862,46 @@ class SERC(TracedProgram):
                                    facts=kept)).sentence.strip()
         text = await run.attempt("reconstruct", f"rewrite of sentence {sentence.index} failed",
                                  rewrite, "")
-        if text_size(text) < SHORT_SENTENCE_CHARS:
-            problem = "was empty or too short"
-        else:
-            problem = (f"ran away ({len(text)} characters)" if is_runaway(text, " ".join(kept))
-                       else _unfaithful(unstated_details(text, kept, trace.subject)
-                                        or lost_content(text, kept, trace.subject)
-                                        or _loses(text, orphans)))
+        problem = rewrite_problem(text, kept, orphans, trace.subject, run.rules)
         if problem:
-            text = self.fallback_sentence(run, sentence, facts, kept, orphans, problem)
+            text = self.fallback_sentence(run, sentence, facts, kept, orphans, problem, text)
         sentence.rewritten = text
         run.advance("reconstruct")
 
     def fallback_sentence(self, run: Run, sentence: Sentence, facts: list[Fact],
-                          kept: list[str], orphans: list[str], problem: str) -> str:
-        """A rewrite failed its guard. In order: the draft's sentence with each correction
-        made in place (when every change can be placed and nothing is pruned); the corrected
-        facts stated one by one (when that loses no detail of the sentence); else the draft's
-        sentence unchanged, its corrections not applied, so the trace never claims a change
-        the answer does not carry."""
+                          kept: list[str], orphans: list[str], problem: tuple[str, str],
+                          refused: str = "") -> str:
+        """A rewrite failed its guard (`problem`: the rule and why). In order: the draft's
+        sentence with each correction made in place (`rewrite.in_place`, when every change
+        can be placed and nothing is pruned); the corrected facts stated one by one
+        (`rewrite.state_facts`, when that loses no detail of the sentence); else the draft's
+        sentence unchanged, its corrections not applied (`rewrite.keep_sentence`), so the
+        trace never claims a change the answer does not carry."""
+        node = f"s{sentence.index}"
+        guard, why = problem
+        run.rule(guard, node, before=refused or None, detail=f"the rewrite {why}")
         changes = [(f.text, f.correction if f.status == "corrected" else None)
                    for f in facts if f.status in ("corrected", "pruned")]
-        placed = minimal_edit(sentence.text, changes)
+        placed = minimal_edit(sentence.text, changes) if run.on("rewrite.in_place") else None
         if placed is not None:
-            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; made its "
-                    "corrections in place in the draft's sentence instead", "fallback")
+            run.rule("rewrite.in_place", node, before=sentence.text, after=placed,
+                     detail="the corrections made in place in the draft's sentence")
             return placed
-        if not orphans and kept:
-            run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}; stated "
-                    "its facts instead", "fallback")
-            return " ".join(_as_sentence(fact) for fact in kept)
+        if not orphans and kept and run.on("rewrite.state_facts"):
+            stated = " ".join(_as_sentence(fact) for fact in kept)
+            run.rule("rewrite.state_facts", node, after=stated, detail="its facts stated")
+            return stated
+        if not run.on("rewrite.keep_sentence"):
+            return refused  # every fallback switched off: the refused rewrite stands
         for fact in facts:
             if fact.status == "corrected":
                 fact.status = "uncorrected"
             elif fact.status == "pruned":
                 fact.status = "unverified"
         sentence.kept_verbatim = True
-        run.log("reconstruct", f"rewrite of sentence {sentence.index} {problem}, and stating "
-                f"its facts would lose {', '.join(orphans)} (in no fact); kept the draft's "
-                "sentence, its changes not applied", "fallback")
+        lost = f"; stating its facts would lose {', '.join(orphans)}" if orphans else ""
+        run.rule("rewrite.keep_sentence", node, after=sentence.text,
+                 detail=f"kept the draft's sentence, its changes not applied{lost}")
         return sentence.text
 
     def short_answer(self, run: Run) -> str:
@@ -890,24 +921,25 @@ class SERC(TracedProgram):
 
     async def polish(self, run: Run, layout: Layout) -> str:
         """The rebuilt sentences, put back in the draft's layout -> the answer, smoothed at
-        `polish_temperature` when any sentence changed and the draft is plain prose (a polish
-        would flatten lists, paragraphs and code); every doubtful polish falls back to the
+        `polish_temperature` when any sentence changed and the draft is plain prose
+        (`polish.layout`); every polish a `polish.` guard refuses falls back to the
         reconstructed draft."""
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = layout.rebuild(parts).strip()
         if trace.short_draft:
             return self.short_answer(run)
-        if text_size(trace.reconstructed) < SHORT_ANSWER_CHARS:
+        if text_size(trace.reconstructed) < SHORT_ANSWER_CHARS and run.on("decode.too_short"):
             trace.status = "fallback"  # the answer is R unchanged, not a correction of it
-            run.log("polish", f"decoding left under {SHORT_ANSWER_CHARS} characters (most "
-                    "facts pruned); returned the received answer unchanged", "fallback")
+            run.rule("decode.too_short", "answer", before=trace.reconstructed,
+                     after=trace.received, detail=f"decoding left under {SHORT_ANSWER_CHARS} "
+                     "characters (most facts pruned); the received answer comes back")
             return trace.received
         if all(s.kept_verbatim for s in trace.sentences):
             return trace.reconstructed
-        if not layout.flat:
-            run.log("polish", "the draft has paragraphs, lists or code: kept its layout, no "
-                    "polish")
+        if not layout.flat and run.on("polish.layout"):
+            run.rule("polish.layout", "answer", detail="the draft has paragraphs, lists or "
+                     "code: kept its layout, no polish")
             return trace.reconstructed
         run.report("polish", 0, 1)
 
@@ -916,30 +948,17 @@ class SERC(TracedProgram):
                                    draft=trace.reconstructed,
                                    config={"temperature": self.polish_temperature})).answer
         answer = (await run.attempt("polish", "polish failed, returned the draft", smooth,
-                                    "") or "").strip()
+                                    None) or "").strip()
         run.report("polish", 1, 1)
-        if text_size(answer) < SHORT_ANSWER_CHARS:
-            return trace.reconstructed
-        if is_refusal(answer) or drifted(answer, trace.reconstructed):
-            run.log("polish", "the polished answer refused or left the draft's topic; returned "
-                    "the reconstructed draft", "fallback")
-            return trace.reconstructed
-        if reason := (unstated_details(answer, [trace.reconstructed], trace.subject)
-                      or lost_content(answer, [trace.reconstructed], trace.subject)):
-            run.log("polish", f"the polished answer is not faithful to the draft ({reason}); "
-                    "returned the reconstructed draft", "fallback")
-            return trace.reconstructed
-        if is_runaway(answer, trace.reconstructed):
-            run.log("polish", f"polished answer ran away ({len(answer)} characters for a "
-                    f"{len(trace.reconstructed)}-character draft); returned the draft", "fallback")
+        if not answer:
+            return trace.reconstructed  # the failure is an error event already
+        problem = polish_problem(answer, trace.reconstructed, trace.subject, run.rules)
+        if problem:
+            run.rule(problem[0], "answer", before=answer, after=trace.reconstructed,
+                     detail=f"the polished answer {problem[1]}; the reconstructed draft is "
+                            "the answer")
             return trace.reconstructed
         return answer
-
-
-def answer_claim(question: str, answer: str) -> str:
-    """A short answer as the statement it makes: "Ulster County" to "Which county is New
-    Paltz in?" claims that the answer to that question is Ulster County."""
-    return f'The answer to the question "{question.strip()}" is {answer.strip().rstrip(".")}.'
 
 
 class _AcceptedFacts:
@@ -993,15 +1012,6 @@ def subject_name(subject: str) -> str:
     question itself, with the firewall off)."""
     name = re.sub(r"\s*\([^)]*\)\s*$", "", subject or "").strip()
     return name if 0 < len(name.split()) <= 5 and not name.endswith("?") else ""
-
-
-def _loses(text: str, details: list[str]) -> str | None:
-    gone = [d for d in details if d.lower() not in text.lower()]
-    return f"it drops {', '.join(gone)}, which no fact carries" if gone else None
-
-
-def _unfaithful(reason: str | None) -> str | None:
-    return f"is not faithful to its facts ({reason})" if reason else None
 
 
 def _as_sentence(fact: str) -> str:

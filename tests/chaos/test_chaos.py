@@ -152,7 +152,7 @@ def test_a_refusing_polish_returns_the_reconstructed_draft():
     prediction, _ = decode(PolishAnswer=lambda i: {"answer": refusal})
     trace = prediction.trace
     assert prediction.answer == trace.reconstructed and "Warsaw" in prediction.answer
-    assert any("refused or left" in e.message for e in trace.events)
+    assert trace.ruled("polish.refusal") or trace.ruled("polish.drift")
 
 
 def test_a_polish_that_drifts_to_another_topic_is_refused():
@@ -183,7 +183,7 @@ def test_a_propagated_empty_fix_never_deletes_a_supported_fact():
     trace = prediction.trace
     supported = [f for f in trace.facts if f.verdict == "SUPPORTED"]
     assert supported and all(f.status != "pruned" for f in supported)
-    assert any("would delete" in e.message for e in trace.events)
+    assert trace.ruled("fix.propagated_delete")
 
 
 def test_a_polish_cut_off_at_max_tokens_falls_back_to_the_uncut_text():

@@ -143,7 +143,7 @@ def test_an_empty_fix_leaves_the_fact_contradicted_and_uncorrected():
     born = trace.fact("f0.0")
     assert born.verdict == "CONTRADICTED" and born.status == "uncorrected"
     assert not [f for f in trace.facts if f.status == "pruned" and f.verdict == "CONTRADICTED"]
-    assert any("came back empty; not a correction" in e.message for e in trace.events)
+    assert trace.ruled("fix.empty", "f0.0") and trace.ruled("fix.retry")
     assert any("stays contradicted and uncorrected" in e.message for e in trace.events)
     assert "Kraków" in prediction.answer  # kept in the draft's words, flagged in the trace
 
@@ -171,14 +171,14 @@ def test_a_polish_that_drops_a_fact_or_swaps_a_verb_falls_back_with_an_event():
     prediction, _ = decode(PolishAnswer=polish)
     trace = prediction.trace
     assert prediction.answer == trace.reconstructed and "expelled" not in prediction.answer
-    assert any(e.phase == "polish" and "drops studi" in e.message for e in trace.events)
+    assert "drops studi" in trace.ruled("polish.lost_content")[0].detail
 
 
 def test_a_polish_that_adds_never_falls_back_with_an_event():
     prediction, _ = decode(PolishAnswer=lambda i: {
         "answer": i["draft"].replace("She studied", "She never studied")})
     assert "never" not in prediction.answer
-    assert any("changes the negation (never)" in e.message for e in prediction.trace.events)
+    assert "changes the negation (never)" in prediction.trace.ruled("polish.lost_content")[0].detail
 
 
 def test_a_rewrite_that_loses_a_detail_no_fact_carries_keeps_it():
@@ -193,7 +193,8 @@ def test_a_rewrite_that_loses_a_detail_no_fact_carries_keeps_it():
     trace = prediction.trace
     assert "1867" in prediction.answer and "Warsaw" in prediction.answer
     assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
-    assert any("1867, which no fact carries" in e.message for e in trace.events)
+    assert "1867, which no fact carries" in trace.ruled("rewrite.orphan", "s0")[0].detail
+    assert trace.ruled("rewrite.in_place", "s0")
 
 
 def test_a_pruned_sentence_keeps_a_detail_no_fact_carries_and_says_so():
@@ -214,8 +215,8 @@ def test_a_pruned_sentence_keeps_a_detail_no_fact_carries_and_says_so():
     assert "Marie Curie was born in Kraków in 1867." in prediction.answer
     assert trace.fact("f0.0").status == "unverified"  # the trace and the answer agree
     assert trace.sentences[0].kept_verbatim
-    assert any("would lose 1867 (in no fact); kept the draft's sentence" in e.message
-               for e in trace.events)
+    assert trace.ruled("rewrite.orphan", "s0")
+    assert "would lose 1867" in trace.ruled("rewrite.keep_sentence", "s0")[0].detail
 
 
 # -- 8. a pronoun that is not the subject keeps its clause whole ----------------------------------
@@ -310,7 +311,7 @@ def test_a_callers_short_right_answer_comes_back_unchanged_without_a_cold_start(
     assert trace.short_draft and not trace.cold_start
     assert engine.of("GroundedAnswer") == [] and engine.of("AtomicFacts") == []
     assert trace.facts[0].verdict == "SUPPORTED"
-    assert any("checked as one claim" in e.message for e in trace.events)
+    assert trace.ruled("draft.short_claim", "answer")
 
 
 def test_a_callers_short_wrong_answer_is_replaced_only_by_the_evidence_correction():
@@ -347,4 +348,4 @@ def test_paragraphs_list_markers_and_code_stay_where_they_were():
     assert not any("half_life" in c["inputs"].get("sentence", "")
                    for c in engine.of("AtomicFacts"))
     assert engine.of("PolishAnswer") == []  # a polish would flatten the layout
-    assert any("kept its layout, no polish" in e.message for e in prediction.trace.events)
+    assert prediction.trace.ruled("polish.layout")

@@ -25,8 +25,8 @@ import serc_dspy.text as text_module  # noqa: E402
 from serc_dspy import SERC, Trace  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
 from serc_dspy.errors import DecodingFailed  # noqa: E402
-from serc_dspy.facts import clean_facts, not_a_statement  # noqa: E402
 from serc_dspy.programs.base import MAX_INPUT_CHARS, InputError  # noqa: E402
+from serc_dspy.rules.hygiene import clean_facts, not_a_statement  # noqa: E402
 from serc_dspy.text import (  # noqa: E402
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
@@ -134,8 +134,8 @@ def test_a_discarded_rewrite_makes_its_corrections_in_place_and_the_trace_agrees
     trace = prediction.trace
     assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
     assert "Kraków" not in prediction.answer and trace.fact("f0.0").status == "corrected"
-    event = next(e for e in trace.events if "sentence 0 was empty or too short" in e.message)
-    assert event.kind == "fallback" and "in place" in event.message
+    assert "was empty or too short" in trace.ruled("rewrite.too_short", "s0")[0].detail
+    assert trace.ruled("rewrite.in_place", "s0")
     _trace_and_answer_agree(trace, prediction.answer)
 
 

@@ -6,12 +6,8 @@ from scripted import scripted_lm
 from test_serc import DRAFT, handlers
 
 from serc_dspy import SERC, LocalCorpus
-from serc_dspy.facts import (
-    PRONOUN_CLASSES,
-    split_clauses,
-    subject_pronouns,
-    substituted_detail,
-)
+from serc_dspy.rules.hygiene import PRONOUN_CLASSES, split_clauses, subject_pronouns
+from serc_dspy.rules.quotes import substituted_detail
 
 QUOTE = "Marie Curie was born in Warsaw in 1867."
 CORPUS = LocalCorpus.from_texts({"c.txt": QUOTE + " She studied at the Sorbonne in Paris."})
@@ -34,7 +30,9 @@ def test_a_quote_that_swaps_a_detail_overrules_a_supported_verdict():
     assert born.text == "Marie Curie was born in Kraków." and born.quote == QUOTE
     assert born.verdict == "CONTRADICTED" and born.status == "corrected"
     assert trace.fact("f0.1").verdict == "SUPPORTED"  # "born in 1867": the quote agrees
-    assert any("warsaw where the claim says kraków" in e.message for e in trace.events)
+    ruling = trace.ruled("quote.overrule")[0]
+    assert (ruling.before, ruling.after) == ("SUPPORTED", "CONTRADICTED")
+    assert "warsaw where the claim says kraków" in ruling.detail
 
 
 def test_a_fix_that_copies_the_quote_over_the_fact_is_replaced_by_the_swap():
@@ -44,7 +42,7 @@ def test_a_fix_that_copies_the_quote_over_the_fact_is_replaced_by_the_swap():
 
     trace, _ = decode(CorrectFacts=copy_quote)
     assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
-    assert any("Kraków -> Warsaw" in e.message for e in trace.events)
+    assert "Kraków -> Warsaw" in trace.ruled("fix.swap_back")[0].detail
 
 
 def test_a_fix_that_keeps_the_contradicted_detail_is_no_correction():
@@ -56,7 +54,7 @@ def test_a_fix_that_keeps_the_contradicted_detail_is_no_correction():
     assert len(engine.of("CorrectFacts")) == 2  # one retry
     # Neither reply fixed anything; the quote's one swapped detail is the correction.
     assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
-    assert any("keeps what its quote contradicts (Kraków)" in e.message for e in trace.events)
+    assert trace.ruled("fix.keeps_contradicted")
 
 
 def test_clauses_joined_by_and_a_pronoun_become_two_facts():
@@ -134,7 +132,8 @@ def test_a_contradiction_citing_the_claim_itself_is_not_found():
     fact = next(f for f in trace.facts if f.text == nobel)
     assert fact.verdict == "NOT_FOUND" and fact.status == "pruned"
     assert fact.correction is None
-    assert any("citing the claim itself" in e.message for e in trace.events)
+    echoes = [(r.before, r.after) for r in trace.ruled("quote.echo")]
+    assert echoes == [("CONTRADICTED", "NOT_FOUND")]
 
 
 WORK = "Marie Curie was honoured for work on chemistry."
@@ -157,7 +156,7 @@ def test_a_contradiction_whose_quote_supports_the_claim_gets_a_second_verdict():
     assert not any(fact.text in c["inputs"]["erroneous_facts"]
                    for c in engine.of("CorrectFacts"))
     assert "Sorbonne" in trace.answer
-    assert any("shows no conflicting detail" in e.message for e in trace.events)
+    assert trace.ruled("quote.second_vote")
 
 
 def test_an_unwitnessed_contradiction_is_pruned_never_rewritten():
@@ -214,7 +213,7 @@ def test_a_quote_that_swaps_one_word_witnesses_the_contradiction():
 
 
 def test_what_witnesses_a_contradiction():
-    from serc_dspy.facts import contradiction_witness
+    from serc_dspy.rules.quotes import contradiction_witness
 
     subject = "Ada Ruiz"
     swap = contradiction_witness("Ada Ruiz was a child painter in films.",
@@ -284,11 +283,11 @@ def test_a_fix_that_only_rewords_its_fact_is_no_correction():
     assert fact.status == "uncorrected" and fact.correction is None
     assert len(engine.of("CorrectFacts")) == 2  # one retry
     assert "work on chemistry" in trace.answer
-    assert any("restates it" in e.message for e in trace.events)
+    assert trace.ruled("fix.rewords") or trace.ruled("fix.restates")
 
 
 def test_rewording_and_real_fixes_are_told_apart():
-    from serc_dspy.facts import rewords
+    from serc_dspy.rules.fixes import rewords
 
     assert rewords("Ada Ruiz was born in 1923.", "Ada Ruiz was born on 1923.", "Ada Ruiz")
     assert rewords("He was also the candidate in 1988.", "He was the candidate in 1988.", "")
@@ -298,34 +297,36 @@ def test_rewording_and_real_fixes_are_told_apart():
 
 
 def test_holding_a_cited_verdict_to_its_quote():
-    from serc_dspy.facts import hold_to_quote
+    from serc_dspy.rules.quotes import hold_to_quote
 
     evidence = "Ada Ruiz was born in Warsaw in 1867. She died in Lyon in 1934."
     subject = "Ada Ruiz"
     # A quote from the evidence that swaps a detail overrules SUPPORTED, and keeps the swap.
     held = hold_to_quote("SUPPORTED", "Ada Ruiz was born in Kraków in 1867.",
                          "Ada Ruiz was born in Warsaw in 1867.", evidence, subject)
-    assert held.verdict == "CONTRADICTED" and (held.swap.old, held.swap.new) == (
+    assert held.verdict == "CONTRADICTED" and (held.witness.old, held.witness.new) == (
         "Kraków", "Warsaw") and "CONTRADICTED" in held.note
     # A witnessed contradiction keeps its witness; an unwitnessed one needs a second vote.
     held = hold_to_quote("CONTRADICTED", "Ada Ruiz died in 1944.", "She died in Lyon in 1934.",
                          evidence, subject)
-    assert (held.swap.old, held.swap.new, held.unwitnessed) == ("1944", "1934", False)
+    assert (held.witness.old, held.witness.new, held.unwitnessed) == ("1944", "1934", False)
     held = hold_to_quote("CONTRADICTED", "Ada Ruiz was a chemist.",
                          "Ada Ruiz was born in Warsaw in 1867.", evidence, subject)
     assert held.verdict == "CONTRADICTED" and held.unwitnessed and held.note is None
     # An echoed claim absent from the evidence proves nothing: NOT_FOUND, never corrected.
     held = hold_to_quote("CONTRADICTED", "Ada Ruiz was a chemist.", "Ada Ruiz was a chemist.",
                          evidence, subject)
-    assert held.verdict == "NOT_FOUND" and held.swap is None
+    assert held.verdict == "NOT_FOUND" and held.witness is None
     # Any other quote the evidence lacks, or none, leaves the verdict as it was.
-    for quote in (None, "Ada Ruiz taught in Paris."):
-        assert hold_to_quote("SUPPORTED", "Ada Ruiz taught in Paris.", quote, evidence,
-                             subject) == hold_to_quote("SUPPORTED", "x", None, "", "")
+    assert hold_to_quote("SUPPORTED", "Ada Ruiz taught in Paris.", None, evidence,
+                         subject) == hold_to_quote("SUPPORTED", "x", None, "", "")
+    absent = hold_to_quote("SUPPORTED", "Ada Ruiz taught in Paris.",
+                           "Ada Ruiz taught in Paris.", evidence, subject)
+    assert (absent.verdict, absent.rule) == ("SUPPORTED", "quote.absent")  # set aside, said
 
 
 def test_the_name_a_claim_opens_with_stands_in_for_its_subject():
-    from serc_dspy.facts import opening_name
+    from serc_dspy.rules.quotes import opening_name
 
     assert opening_name("Marie Curie's first prize came in 1903.") == "Marie Curie"
     assert opening_name("The Eiffel Tower stands in Paris.") == "The Eiffel Tower"

@@ -1,0 +1,126 @@
+"""The rulebook's frame: a `Rule` names one deterministic decision, the registry lists every
+rule, and a `RuleSet` says which rules are on for a run.
+
+Why rules at all: a 1.5B model's verdicts, fixes and rewrites are held to their evidence and
+their input by deterministic checks. Each check that can change a verdict, a fact, a fix or the
+text is a rule with a stable id, so a user can see which rule changed their text (a `Ruling` in
+the trace), switch it off (`SERC(rules={"quote.overrule": False})`, `--rule -quote.overrule`),
+and measure what it is worth (`serc bench ... --ablate quote.overrule`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from serc_dspy.errors import UserError
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One deterministic decision: what it decides, why it exists, and its thresholds."""
+
+    id: str
+    decides: str
+    why: str
+    english_only: bool = False
+    """It reads English words (function words, negations, pronouns, month names): it does not
+    fire on a draft in another language."""
+    default: bool = True
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    found_on: str = ""
+    """The case it was found on, when one case motivated it (a bio, a trace)."""
+
+    @property
+    def concern(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+RULES: dict[str, Rule] = {}
+"""Every rule, by id, in registration order (one module per concern registers its own)."""
+
+
+def register(*rules: Rule) -> None:
+    for rule in rules:
+        if rule.id in RULES:
+            raise ValueError(f"rule {rule.id!r} is registered twice")
+        RULES[rule.id] = rule
+
+
+class UnknownRule(UserError):
+    """A rule id that no rule has; the message lists the valid ids."""
+
+
+def check_ids(ids: Iterable[str]) -> None:
+    unknown = sorted(set(ids) - set(RULES))
+    if unknown:
+        raise UnknownRule(f"unknown rule {unknown[0]!r}; valid rules: {', '.join(RULES)}")
+
+
+_ENGLISH = frozenset("""the a an and of to in is was were are be been he she it they his her
+their its that this with for on at by from as not no which who also had has have""".split())
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_LATIN_WORD = re.compile(r"[a-z]+")
+ENGLISH_FUNCTION_SHARE = 0.12
+"""English prose has about a third of its words among these function words; German or Spanish
+text in Latin letters has a few (`in`, `a`), so a tenth of them separates the two."""
+ASCII_LETTER_SHARE = 0.85
+
+
+def language_of(text: str) -> str:
+    """`en` when a text reads as English, else `other` (a documented heuristic, no model):
+    most of its letters are ASCII, and at least `ENGLISH_FUNCTION_SHARE` of its words are
+    common English function words. A text with no letters counts as English."""
+    letters = _LETTER.findall(text or "")
+    if not letters:
+        return "en"
+    ascii_share = sum(ch.isascii() for ch in letters) / len(letters)
+    words = _LATIN_WORD.findall((text or "").lower())
+    if ascii_share < ASCII_LETTER_SHARE or not words:
+        return "other"
+    share = sum(w in _ENGLISH for w in words) / len(words)
+    return "en" if share >= ENGLISH_FUNCTION_SHARE else "other"
+
+
+class RuleSet:
+    """Which rules are on: each rule's default, overridden by `switches` ({id: bool}); an
+    English-only rule is off for a draft that is not English (`for_language`)."""
+
+    def __init__(self, switches: Mapping[str, bool] | None = None):
+        switches = dict(switches or {})
+        check_ids(switches)
+        bad = [k for k, v in switches.items() if not isinstance(v, bool)]
+        if bad:
+            raise UserError(f"rules[{bad[0]!r}] must be True or False, got "
+                            f"{switches[bad[0]]!r}")
+        self.switches = switches
+        self.language = "en"
+
+    def for_language(self, language: str) -> RuleSet:
+        """A copy for one run's draft language."""
+        copy = RuleSet(self.switches)
+        copy.language = language
+        return copy
+
+    def on(self, rule_id: str) -> bool:
+        rule = RULES[rule_id]  # a typo in the code is a KeyError, never a silent "off"
+        if rule.english_only and self.language != "en":
+            return False
+        return self.switches.get(rule_id, rule.default)
+
+    def off(self) -> list[str]:
+        """The rules that are off for this run, in registry order."""
+        return [rule_id for rule_id in RULES if not self.on(rule_id)]
+
+
+def parse_switches(specs: Iterable[str]) -> dict[str, bool]:
+    """`["-quote.overrule", "+fix.swap_back"]` (the CLI's `--rule`) as switches."""
+    switches: dict[str, bool] = {}
+    for spec in specs:
+        spec = spec.strip()
+        if not spec or spec[0] not in "+-":
+            raise UserError(f"--rule takes +ID or -ID (switch a rule on or off), got {spec!r}")
+        switches[spec[1:]] = spec[0] == "+"
+    check_ids(switches)
+    return switches

@@ -1,0 +1,18 @@
+"""Drafts: how a caller's draft enters the decoder."""
+
+from __future__ import annotations
+
+from serc_dspy.rules.base import Rule, register
+
+register(
+    Rule("draft.short_claim", "a caller's draft too short to read as prose (\"Ulster "
+         "County\") is checked as one claim answering the question, never replaced by the "
+         "cold start", "on HaluEval, with the right answer as the draft, the cold start "
+         "replaced every short right answer, and 3 of 8 came back wrong"),
+)
+
+
+def answer_claim(question: str, answer: str) -> str:
+    """A short answer as the statement it makes: "Ulster County" to "Which county is New
+    Paltz in?" claims that the answer to that question is Ulster County."""
+    return f'The answer to the question "{question.strip()}" is {answer.strip().rstrip(".")}.'

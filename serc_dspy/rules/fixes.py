@@ -1,0 +1,64 @@
+"""Fixes: which corrections a contradicted fact accepts, and how a fix is mapped to its fact.
+
+A 1.5B corrector restates its fact ("born in 1923" -> "born on 1923"), keeps the very detail the
+evidence contradicts, copies the evidence over the fact, splits one fix into pieces, or quotes
+its fix instead of the fact as `original`. These rules decide which replies are corrections.
+"""
+
+from __future__ import annotations
+
+from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.words import content_stems, negations
+
+POSITIONAL_MIN_SIMILARITY = 0.3
+"""A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
+scores 0.3-0.7; an unrelated sentence under 0.1)."""
+LOSES_CONTENT_SHARE = 0.3
+"""A fix may drop at most this share of its fact's content words (the swapped detail aside)."""
+
+register(
+    Rule("fix.restates", "a fix equal to its fact (case and punctuation aside) is no "
+         "correction", "a small corrector answers with the fact itself"),
+    Rule("fix.rewords", "a fix with the same content words and negations as its fact is no "
+         "correction", "\"born in 1923\" -> \"born on 1923\" changes no fact",
+         english_only=True),
+    Rule("fix.keeps_contradicted", "a fix that still states every detail its quote "
+         "contradicts is no correction", "\"appointed Knight of the Thistle in 2009\" -> "
+         "\"knighted in 2009\" kept the contradicted year"),
+    Rule("fix.empty", "an empty fix leaves the fact contradicted (and open for the retry), "
+         "never pruned", "an empty reply is the corrector failing, not evidence that the fact "
+         "is false beyond repair"),
+    Rule("fix.propagated_delete", "a propagated (dependent-fact) change never deletes the "
+         "fact", "logic propagation may rewrite a supported fact, never remove it"),
+    Rule("fix.retry", "a contradicted fact left without a usable fix gets one more correction "
+         "call, warmer (temperature 0.5)", "at temperature 0 the corrector repeats itself"),
+    Rule("fix.join_pieces", "several unmatched pieces for one open fact are joined into its "
+         "fix", "a small corrector splits one fix into pieces"),
+    Rule("fix.positional", "unmatched fixes and open facts that pair up one to one are mapped "
+         "in order, when each fix still resembles its fact", "a small model quotes its fix, "
+         "not the fact, as `original`",
+         thresholds={"min_similarity": POSITIONAL_MIN_SIMILARITY}),
+    Rule("fix.swap_back", "when the quote swapped exactly one detail, swapping it back is the "
+         "correction for a fact without a usable fix, or whose fix dropped other details",
+         "a small model copies the evidence sentence over the fact (the main job's 1944 -> "
+         "1934 death year kept its cause of death this way)",
+         thresholds={"loses_content_share": LOSES_CONTENT_SHARE}, english_only=True),
+)
+
+
+def rewords(original: str, fixed: str, subject: str) -> bool:
+    """Whether a "fix" says what its fact said: the same content words and numbers (only
+    function words moved or changed) and the same negations. Small correctors answer
+    "born in 1923" with "born on 1923", or drop an "also"; that changes no fact."""
+    before, after = content_stems(original, subject), content_stems(fixed, subject)
+    return bool(before) and before == after and negations(original) == negations(fixed)
+
+
+def loses_content(original: str, fixed: str, kept_aside: str | None = None,
+                  share: float = LOSES_CONTENT_SHARE) -> bool:
+    """True when a fix drops more than `share` of its fact's content words (the swapped detail
+    aside): a correction must change the wrong detail, not rewrite the fact away."""
+    wanted = content_stems(original) - content_stems(kept_aside or "")
+    return bool(wanted) and len(wanted - content_stems(fixed)) > share * len(wanted)
+
+

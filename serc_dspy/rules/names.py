@@ -1,0 +1,83 @@
+"""Names: when two entity descriptors name the same entity without asking the judge.
+
+The firewall's LM judge decides between two usable descriptors whose names differ. A 1.5B
+judge threw true drafts away ("Kim Burrell" and "Kimberly Jean Burrell" as two people; a bio
+of the singer Wendy that opens with her birth name), so names are compared as text first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from serc_dspy.entities import normalize_name
+from serc_dspy.rules.base import Rule, RuleSet, register
+
+register(
+    Rule("firewall.placeholder", "an empty or placeholder descriptor (\"Name\", "
+         "\"unknown\") passes the firewall: it never triggers a reset",
+         "a small model echoes the requested format"),
+    Rule("firewall.same_name", "two descriptors with the same normalised name (case, accents, "
+         "titles aside, or one full name contained in the other) are the same entity, with no "
+         "judge call", "one name spelled two ways is one person"),
+    Rule("firewall.short_given_name", "a given name that begins the other's (\"Kim\" / "
+         "\"Kimberly\") with the same surname is the same name",
+         "a 1.5B judge called Kim Burrell and Kimberly Jean Burrell two people and threw a "
+         "true draft away", thresholds={"min_letters": 3},
+         found_on="Kim Burrell (tuning split)"),
+    Rule("firewall.asked_entity", "an answer that names the asked entity, which the evidence "
+         "is about, passes with no judge call", "drafts that open with the subject's birth "
+         "name (Beenie Man, Botak Chin) were reset", found_on="noise bios 1-8 (tuning split)"),
+    Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
+         "gives it as its subject's name (\"known professionally as Wendy\")",
+         "the firewall reset a true bio of the singer Wendy, which opens with her birth name",
+         english_only=True, found_on="Wendy (singer), noise split 4 (tuning split)"),
+)
+
+SHORT_FORM_MIN = 3
+"""Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
+
+
+def same_name(first: str, second: str, rules: RuleSet | None = None) -> bool:
+    """True when two names are the same after normalisation, or one full name (two words or
+    more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie').
+    A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
+    Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
+    away, while a short form that starts the same surname's given name is the same person."""
+    a, b = normalize_name(first).split(), normalize_name(second).split()
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) < 2:
+        return False
+    if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
+            long_[0].startswith(short[0]) and (rules is None or
+                                               rules.on("firewall.short_given_name")):
+        long_ = [short[0], *long_[1:]]
+    position = 0
+    for word in long_:
+        if position < len(short) and word == short[position]:
+            position += 1
+    return position == len(short)
+
+
+def mentions(text: str, name: str, rules: RuleSet | None = None) -> bool:
+    """True when `text` names `name` (normalised, as a contiguous run): a draft that says
+    "known professionally as Beenie Man" is about Beenie Man.
+
+    A one-word name ("Wendy", "Ronaldo") is too common to count anywhere in the text; it
+    counts only where the text gives it as its subject's name ("known professionally as
+    Wendy"). The firewall had reset a true bio of the singer Wendy, which opens with her birth
+    name, Shon Seung-wan."""
+    words = normalize_name(name).split()
+    if not words:
+        return False
+    folded = f" {normalize_name(text)} "
+    if len(words) == 1:
+        if rules is not None and not rules.on("firewall.known_as"):
+            return False
+        return re.search(rf" known(?: \w+){{0,2}} as {re.escape(words[0])} ", folded) is not None
+    return f" {' '.join(words)} " in folded
+
+
