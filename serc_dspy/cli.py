@@ -239,6 +239,7 @@ def run(args) -> int:
     from serc_dspy.throttle import check_rate
 
     apply_run_defaults(args)
+    rules = rule_switches(args)  # an unknown rule id fails before any work
     for option, rate in (("--lm-rate", args.lm_rate), ("--search-rate", args.search_rate)):
         if rate is not None:
             check_rate(rate, option)
@@ -271,7 +272,7 @@ def run(args) -> int:
         **({"density": args.density} if args.density else {}),
         **({"compiled": args.compiled} if args.compiled else {}),
         **({"compiled": None} if args.frozen else {}),
-        **rule_switches(args),
+        **rules,
         max_facts_per_check=args.max_facts_per_check,
         queries=args.queries,
         evidence=args.evidence,

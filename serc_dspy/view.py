@@ -175,10 +175,28 @@ def _fact_html(trace: Trace, fact: Fact) -> str:
     text = (f"<s>{esc(fact.text)}</s>" if fact.status == "pruned" else esc(fact.text))
     return (f'<div class="fact status-{esc(fact.status)}" data-node="{esc(fact.id)}">'
             f"<h4>fact {esc(fact.id)}: {text}</h4>"
-            f"<p><b>verdict</b>: {esc(fact.verdict or 'none')} &middot; <b>status</b>: "
+            f"<p><b>verdict</b>: {esc(fact.verdict or 'none')}"
+            + (f" (the verifier said {esc(fact.lm_verdict)})"
+               if fact.lm_verdict and fact.lm_verdict != fact.verdict else "")
+            + " &middot; <b>status</b>: "
             f"{esc(STATUS_TEXT.get(fact.status, fact.status))}</p>{quote}"
             f"{f'<ul class=fixes>{fixes}</ul>' if fixes else ''}"
             f"{_check_html(checks.get(fact.check or ''))}</div>")
+
+
+def _rulings_html(trace: Trace, nodes: set[str]) -> str:
+    """The rulings on these nodes (facts, sentences, the answer): which named rule changed
+    what (see `serc_dspy.rules`)."""
+    rows = []
+    for r in trace.rulings:
+        if r.node not in nodes:
+            continue
+        change = (f": <del>{esc(r.before)}</del> &rarr; <ins>{esc(r.after)}</ins>"
+                  if r.before is not None or r.after is not None else "")
+        detail = f" <span class=detail>({esc(r.detail)})</span>" if r.detail else ""
+        rows.append(f'<li class="ruling" data-rule="{esc(r.rule)}"><code>{esc(r.rule)}</code> '
+                    f"on {esc(r.node)}{change}{detail}</li>")
+    return f"<p><b>rulings</b></p><ul class=rulings>{''.join(rows)}</ul>" if rows else ""
 
 
 def _provenance_html(trace: Trace, edits: Sequence[Edit]) -> str:
@@ -187,10 +205,12 @@ def _provenance_html(trace: Trace, edits: Sequence[Edit]) -> str:
         facts = "".join(_fact_html(trace, f) for f in edit.facts) or \
             "<p><em>No fact of the trace is tied to this edit (a rewrite or the polish "\
             "step changed the wording).</em></p>"
+        nodes = {f.id for f in edit.facts} | {f"s{f.sentence}" for f in edit.facts} | {"answer"}
         blocks.append(
             f'<section class="prov" id="{edit.target}" aria-label="provenance of edit '
             f'{edit.number}"><h3>Edit {edit.number}: <del>{esc(edit.removed) or "&nbsp;"}</del>'
-            f" &rarr; <ins>{esc(edit.added) or '&nbsp;'}</ins></h3>{facts}"
+            f" &rarr; <ins>{esc(edit.added) or '&nbsp;'}</ins></h3>"
+            f"{_rulings_html(trace, nodes)}{facts}"
             f'<p><a href="#{edit.anchor}">back to the answer</a></p></section>')
     return "".join(blocks)
 
@@ -419,6 +439,8 @@ passages. Focus or hover a node to highlight its edges and its edits.</p>
 <h2 id="facts">Facts</h2>{_facts_table(trace)}
 <h2 id="firewall">The entity firewall</h2>{_firewall_html(trace)}
 <h2 id="cost">Cost</h2>{_cost_html(trace)}
+<h2 id="rulings">Rulings</h2>{_rulings_html(trace, {r.node for r in trace.rulings})
+                                  or "<p>No rule fired.</p>"}
 <h2 id="events">Events</h2>{_events_html(trace)}
 <script>{_JS}</script>
 </body></html>

@@ -1,0 +1,85 @@
+"""`rules.fixes`: which corrections a contradicted fact accepts, each refusal a ruling."""
+
+import pytest
+from rules_helpers import cited, run
+
+FIRES = {"fix.restates", "fix.rewords", "fix.keeps_contradicted", "fix.empty",
+         "fix.propagated_delete", "fix.retry", "fix.join_pieces", "fix.positional",
+         "fix.swap_back"}
+QUIET = set(FIRES)
+BORN = "Marie Curie was born in Kraków."
+
+
+def fixes(fixed, related=None):
+    """A corrector that answers `fixed(fact)` for each erroneous fact."""
+    def correct(inputs):
+        out = [{"original": f, "fixed": fixed(f)} for f in inputs["erroneous_facts"]]
+        out += [{"original": f, "fixed": related(f)} for f in inputs["related_facts"]
+                if related is not None]
+        return {"corrections": out}
+    return correct
+
+
+@pytest.mark.parametrize("rule, fixed", [
+    ("fix.restates", lambda f: f),
+    ("fix.rewords", lambda f: f.replace(" in ", " at ")),  # "born in 1923" -> "born on 1923"
+    ("fix.empty", lambda f: ""),
+])
+def test_a_fix_that_changes_nothing_is_refused_and_retried(rule, fixed):
+    trace = run(CorrectFacts=fixes(fixed))
+    assert trace.ruled(rule, "f0.0") and trace.ruled("fix.retry")
+    assert trace.fact("f0.0").status == "uncorrected"
+    good = run()
+    assert not good.ruled(rule) and not good.ruled("fix.retry")
+
+
+def test_a_fix_that_keeps_the_contradicted_detail_is_refused_and_swapped_back():
+    # "Knight of the Thistle in 2009" -> "knighted in 2009" kept the contradicted year
+    trace = cited(CorrectFacts=fixes(lambda f: "Marie Curie was born in Kraków, Poland."))
+    assert trace.ruled("fix.keeps_contradicted")
+    assert trace.ruled("fix.swap_back")  # the quote's one swapped detail is the correction
+    assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
+
+
+def test_a_fix_that_copies_the_quote_over_the_fact_is_swapped_back():
+    # the main job's death year: the fix copied the evidence sentence, the cause of death lost
+    trace = cited(CorrectFacts=fixes(lambda f: "Curie was a teacher's daughter."))
+    ruling = trace.ruled("fix.swap_back")[0]
+    assert ruling.after == "Marie Curie was born in Warsaw."
+    off = cited(CorrectFacts=fixes(lambda f: "Curie was a teacher's daughter."),
+                rules={"fix.swap_back": False})
+    assert not off.ruled("fix.swap_back")
+    assert not cited(CorrectFacts=fixes(lambda f: f.replace("Kraków", "Warsaw"))).ruled(
+        "fix.swap_back")
+
+
+def test_a_propagated_empty_change_never_deletes_the_fact():
+    trace = run(CorrectFacts=fixes(lambda f: f.replace("Kraków", "Warsaw").replace(
+        "Chemistry", "Physics"), related=lambda f: ""))
+    assert trace.ruled("fix.propagated_delete")
+    assert not [f for f in trace.facts if f.status == "pruned" and f.verdict == "SUPPORTED"]
+    assert not run().ruled("fix.propagated_delete")
+
+
+def test_pieces_of_one_fix_are_joined():
+    def pieces(inputs):
+        if BORN not in inputs["erroneous_facts"]:
+            return fixes(lambda f: f.replace("Chemistry", "Physics"))(inputs)
+        return {"corrections": [{"original": "x", "fixed": "Marie Curie was born in Warsaw"},
+                                {"original": "y", "fixed": "in the Russian Empire"}]}
+
+    trace = run(CorrectFacts=pieces)
+    assert trace.ruled("fix.join_pieces", "f0.0")
+    assert not run().ruled("fix.join_pieces")
+
+
+def test_a_fix_that_names_no_fact_is_mapped_by_position():
+    def unnamed(inputs):  # `original` quotes nothing the facts say
+        return {"corrections": [{"original": "the first one", "fixed": f.replace(
+            "Kraków", "Warsaw").replace("Chemistry", "Physics")}
+            for f in inputs["erroneous_facts"]]}
+
+    trace = run(CorrectFacts=unnamed)
+    assert trace.ruled("fix.positional", "f0.0")
+    assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
+    assert not run().ruled("fix.positional")

@@ -1,0 +1,57 @@
+"""`rules.names`: when the firewall takes two descriptors for one entity without the judge."""
+
+from rules_helpers import run
+from scripted import entity
+
+from serc_dspy import SERC, LocalCorpus
+from serc_dspy.rules import RuleSet
+from serc_dspy.rules.names import mentions, same_name
+
+FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
+         "firewall.asked_entity", "firewall.known_as"}
+QUIET = set(FIRES)
+
+
+def test_the_same_name_passes_without_the_judge():
+    trace = run()  # both descriptors say Marie Curie
+    assert trace.ruled("firewall.same_name", "firewall") and not trace.firewall.reset
+    other = run(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"))
+    assert not other.ruled("firewall.same_name")
+
+
+def test_a_placeholder_descriptor_passes():
+    trace = run(EvidenceEntity=lambda i: entity("Name", "Characteristic"))
+    assert trace.ruled("firewall.placeholder") and not trace.firewall.reset
+    assert not run().ruled("firewall.placeholder")
+
+
+def test_kim_burrell_is_kimberly_jean_burrell():
+    # the case that motivated it: a 1.5B judge called them two people
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell", RuleSet())
+    assert not same_name("Kim Burrell", "Kimberly Jean Burrell",
+                         RuleSet({"firewall.short_given_name": False}))
+    assert not same_name("Kim Burrell", "Kimberly Jean Smith", RuleSet())
+
+
+def test_beenie_man_named_by_his_birth_name_passes_as_the_asked_entity():
+    # the case that motivated it: a draft opening with the subject's birth name was reset
+    draft = ("Moses Anthony Davis, known professionally as Beenie Man, is a Jamaican deejay. "
+             "He was born in Kingston in 1973.")
+    corpus = LocalCorpus.from_texts({"b.txt": "Beenie Man is a Jamaican deejay born in "
+                                              "Kingston in 1973 as Moses Anthony Davis."})
+    trace = run(draft=draft, question="Tell me a bio of Beenie Man.",
+                program=SERC(retriever=corpus),
+                QueryEntity=lambda i: entity("Beenie Man"),
+                AnswerEntity=lambda i: entity("Moses Anthony Davis", "deejay"),
+                EvidenceEntity=lambda i: entity("Beenie Man", "Jamaican deejay"),
+                SameEntity=lambda i: {"analysis": "", "same": "NO"})
+    assert trace.ruled("firewall.asked_entity") and not trace.firewall.reset
+    assert not run().ruled("firewall.asked_entity")
+
+
+def test_wendy_counts_where_the_draft_gives_it_as_her_name():
+    # the case that motivated it: a true bio of the singer Wendy, opening with her birth name
+    text = "Shon Seung-wan, known professionally as Wendy, is a South Korean singer."
+    assert mentions(text, "Wendy", RuleSet())
+    assert not mentions(text, "Wendy", RuleSet({"firewall.known_as": False}))
+    assert not mentions("Wendy bought a house.", "Wendy", RuleSet())  # a bare word: no

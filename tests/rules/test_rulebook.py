@@ -1,0 +1,97 @@
+"""The rulebook as a whole: every rule named and tested both ways, switches, languages, and
+rulings that survive a round trip and reach the view."""
+
+import test_draft
+import test_fixes
+import test_guards
+import test_hygiene
+import test_names
+import test_quotes
+from rules_helpers import CountingRetriever, run
+from scripted import entity
+
+from serc_dspy import SERC, InputError, Trace
+from serc_dspy.cli import main
+from serc_dspy.rules import RULES, RuleSet, UnknownRule, language_of, parse_switches, rule_table
+
+MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft]
+
+
+def test_every_rule_has_an_id_a_statement_a_reason_and_tests_both_ways():
+    for rule in RULES.values():
+        assert rule.id.count(".") == 1 and rule.decides and rule.why, rule.id
+    fires = set().union(*(m.FIRES for m in MODULES))
+    quiet = set().union(*(m.QUIET for m in MODULES))
+    assert fires == set(RULES) and quiet == set(RULES)
+    assert all(f"`{rule}`" in rule_table() for rule in RULES)
+
+
+def test_an_unknown_rule_id_is_a_clear_error_listing_the_valid_ones():
+    for bad in ({"quote.overrul": False}, {"nope": True}):
+        try:
+            SERC(retriever=CountingRetriever(), rules=bad)
+        except UnknownRule as exc:
+            assert "quote.overrule" in str(exc) and isinstance(exc, InputError.__mro__[1])
+        else:
+            raise AssertionError("no error")
+    assert parse_switches(["-quote.overrule", "+fix.retry"]) == {"quote.overrule": False,
+                                                                 "fix.retry": True}
+
+
+def test_the_cli_rule_flag_switches_a_rule_and_refuses_an_unknown_one(capsys):
+    assert main(["correct", "--question", "q", "--draft", "-", "--rule=-nope.rule"]) == 2
+    assert "unknown rule 'nope.rule'" in capsys.readouterr().err
+
+
+def test_switching_a_rule_off_changes_exactly_that_rules_rulings():
+    from rules_helpers import cited
+
+    def cite(inputs):  # the Sorbonne fact cites a reordering the evidence does not contain
+        if "Sorbonne" in inputs["claim"]:
+            return {"quote": "She studied in Paris at the Sorbonne.", "verdict": "SUPPORTED"}
+        return {"quote": "", "verdict": "SUPPORTED"}
+
+    full = cited(QuoteAndJudge=cite)
+    off = cited(QuoteAndJudge=cite, rules={"quote.absent": False})
+    assert full.ruled("quote.absent") and not off.ruled("quote.absent")
+    assert "quote.absent" in off.rules_off
+    rest = [(r.rule, r.node, r.before, r.after) for r in full.rulings
+            if r.rule != "quote.absent"]
+    assert rest == [(r.rule, r.node, r.before, r.after) for r in off.rulings]
+    assert off.answer == full.answer
+
+
+GERMAN = ("Marie Curie wurde 1867 in Krakau geboren. Sie studierte an der Sorbonne in Paris. "
+          "Sie erhielt 1903 den Nobelpreis für Chemie, und sie forschte weiter.")
+CHINESE = "居里夫人1867年出生于克拉科夫。她在巴黎索邦大学学习。她于1903年获得诺贝尔化学奖。"
+
+
+def test_language_is_read_from_the_draft():
+    assert language_of("Marie Curie was born in Warsaw and she studied in Paris.") == "en"
+    assert language_of(GERMAN) == "other" and language_of(CHINESE) == "other"
+    assert RuleSet().for_language("other").off() == [r for r in RULES if RULES[r].english_only]
+
+
+def test_english_only_rules_never_fire_on_a_german_or_chinese_draft():
+    english_only = {r for r in RULES if RULES[r].english_only}
+    for draft in (GERMAN, CHINESE):
+        def contradict(inputs):
+            return {"quote": inputs["evidence"][:60], "verdict": "CONTRADICTED"}
+
+        trace = run(draft=draft, AtomicFacts=lambda i: {"facts": [i["sentence"]]},
+                    QueryEntity=lambda i: entity("Marie Curie"), QuoteAndJudge=contradict,
+                    PolishAnswer=lambda i: {"answer": i["draft"] + " Nie."},
+                    program=SERC(retriever=CountingRetriever(), verdicts="fact",
+                                 evidence="passages", queries="facts"))
+        assert trace.language == "other" and set(trace.rules_off) >= english_only
+        fired = {r.rule for r in trace.rulings}
+        assert not fired & english_only, fired & english_only
+
+
+def test_rulings_round_trip_with_the_trace_and_reach_the_view():
+    trace = run(RewriteSentence=lambda i: {"sentence": "Ok."})
+    assert trace.rulings and trace.fact("f0.0").lm_verdict == "CONTRADICTED"
+    again = Trace.from_json(trace.to_json())
+    assert again == trace and again.rulings == trace.rulings
+    page = trace.to_html()
+    assert 'data-rule="rewrite.in_place"' in page and 'data-rule="rewrite.too_short"' in page
