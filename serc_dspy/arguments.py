@@ -47,3 +47,22 @@ def rule_switches(args) -> dict:
 
     specs = getattr(args, "rule", None) or []
     return {"rules": parse_switches(specs)} if specs else {}
+
+
+def add_decoding_options(parser) -> None:
+    """SERC's evidence and reconstruction choices (`SERC(fact_evidence=..., reconstruct=...)`)."""
+    parser.add_argument("--fact-evidence", action="store_true",
+                        help="SERC methods: search each fact's own text too and show each "
+                             "verdict its own passages first")
+    parser.add_argument("--reconstruct", choices=["rebuild", "minimal"], default=None,
+                        help="SERC methods: rebuild changed sentences from their facts (the "
+                             "paper) or make each correction in place (minimal)")
+
+
+def decoding_options(args) -> dict:
+    out = {}
+    if getattr(args, "fact_evidence", False):
+        out["fact_evidence"] = True
+    if getattr(args, "reconstruct", None):
+        out["reconstruct"] = args.reconstruct
+    return out

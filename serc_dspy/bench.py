@@ -19,7 +19,15 @@ import argparse
 import json
 import sys
 
-from serc_dspy.arguments import add_rule_options, non_negative, positive, rule_switches
+from serc_dspy.arguments import (
+    add_decoding_options,
+    add_rule_options,
+    decoding_options,
+    non_negative,
+    positive,
+    rule_switches,
+)
+from serc_dspy.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -45,6 +53,7 @@ def _prompt_options(parser) -> None:
                         help="SERC methods: the paper's frozen prompts, not the model's "
                              "packaged compiled state")
     add_rule_options(parser)
+    add_decoding_options(parser)
 
 
 def _ablate_options(parser) -> None:
@@ -63,7 +72,7 @@ def _method_settings(args) -> dict:
             "max_workers": defaults["workers"], "queries": defaults["queries"],
             "evidence": defaults["evidence"], "verdicts": defaults["verdicts"],
             **({"compiled": None} if getattr(args, "frozen", False) else {}),
-            **rule_switches(args)}
+            **rule_switches(args), **decoding_options(args)}
 
 
 def _checked_rules(ids: list[str]) -> list[str]:
@@ -313,9 +322,14 @@ def _register_stages(kinds) -> None:
     p.add_argument("--data", required=True,
                    help="data folder holding factcheck_gpt/, factscore/ and factscore_wiki/")
     p.add_argument("--stage", action="append",
-                   choices=["verify", "verify_cited", "facts", "correct", "firewall"],
+                   choices=["verify", "verify_cited", "verify_agree", "facts", "correct",
+                            "firewall"],
                    help="stages to run (default: all)")
     p.add_argument("--dev", type=positive, default=40, help="dev examples per stage (default 40)")
+    p.add_argument("--pairs", type=positive, default=None, metavar="N",
+                   help="verdict stages only: N stance pairs nothing was compiled, selected or "
+                        "reported on (labels as balanced as the file allows), each path with "
+                        "its 95%% interval; adds verify_agree")
     p.add_argument("--seed", type=int, default=0, help="split seed (the compile default: 0)")
     p.add_argument("--offset", type=non_negative, default=0,
                    help="skip the first N dev examples (those `serc compile --dev N` selected on)")
@@ -333,10 +347,18 @@ def stages_command(args) -> int:
         from serc_dspy.backends.spec import DEFAULT_LM
 
         args.lm = DEFAULT_LM
-    summary = run_stages(args.data, stages=args.stage, dev=args.dev, seed=args.seed,
-                         offset=args.offset,
-                         lm=_build_lm(args), compiled=args.compiled, out=args.out,
-                         progress=not args.quiet)
+    if args.pairs:
+        from serc_dspy.stage_bench import run_pair_stages
+
+        summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
+                                  seed=args.seed, lm=_build_lm(args), compiled=args.compiled,
+                                  out=args.out, progress=not args.quiet)
+    elif "verify_agree" in (args.stage or []):
+        raise UserError("verify_agree is scored on unseen stance pairs: add --pairs N")
+    else:
+        summary = run_stages(args.data, stages=args.stage, dev=args.dev, seed=args.seed,
+                             offset=args.offset, lm=_build_lm(args), compiled=args.compiled,
+                             out=args.out, progress=not args.quiet)
     print(json.dumps(summary) if args.json else stages_table(summary), end="\n" if args.json
           else "")
     bad = [f"{stage}: {s['error']}" if "error" in s else f"{stage}: every example failed"

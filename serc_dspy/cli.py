@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.arguments import add_rule_options, positive, positive_float, rule_switches
+from serc_dspy.arguments import (
+    add_decoding_options,
+    add_rule_options,
+    decoding_options,
+    positive,
+    positive_float,
+    rule_switches,
+)
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 from serc_dspy.evaluation.protocol import record_command
 
@@ -132,6 +139,7 @@ def _add_common(command: argparse.ArgumentParser) -> None:
                          help="save a self-contained HTML view of the decoding (serc view)")
     command.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_rule_options(command)
+    add_decoding_options(command)
 
 
 def check_writable(path: str, option: str) -> Path:
@@ -272,7 +280,7 @@ def run(args) -> int:
         **({"density": args.density} if args.density else {}),
         **({"compiled": args.compiled} if args.compiled else {}),
         **({"compiled": None} if args.frozen else {}),
-        **rules,
+        **rules, **decoding_options(args),
         max_facts_per_check=args.max_facts_per_check,
         queries=args.queries,
         evidence=args.evidence,

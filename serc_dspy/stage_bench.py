@@ -209,6 +209,7 @@ def _write(out: str | os.PathLike[str], summary: dict[str, Any]) -> None:
 
 
 _FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
+           "verify_agree": "verdict accuracy, cited + a second vote to contradict",
            "verify_cited": "verdict accuracy, QuoteAndJudge + quote cross-check",
            "correct": "gap closed", "firewall": "same/different accuracy"}
 
@@ -236,3 +237,110 @@ def stages_table(summary: dict[str, Any]) -> str:
                                                      if f1_ci else ""))
             + f" | {s['n']} | {s['failures']} | {s['seconds']} |")
     return "\n".join(lines) + "\n"
+
+
+# -- verdicts on unseen stance pairs ------------------------------------------------------------
+PAIR_STAGES = ("verify", "verify_cited", "verify_agree")
+SEEN_DEV = 42
+"""Balanced dev examples earlier sessions selected or reported on (`--dev 30`, then 31-42)."""
+SEEN_TRAIN = 12
+"""Train examples `serc compile --train 12` took its demos from."""
+
+
+def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
+    """`n` stance pairs nothing was compiled, selected or reported on: the balanced train and
+    dev pools past what `serc compile` and earlier stage runs used, without the claims of
+    Factcheck-Bench's tuning items (1-25). Labels round-robin, as balanced as the file allows
+    (it holds few refuting pairs: every unseen CONTRADICTED pair is taken)."""
+    from serc_dspy.compiling.compile import _FACTCHECK_DIRS, _PATTERNS, _find
+    from serc_dspy.compiling.devsets import split_items, verdict_items
+    from serc_dspy.evaluation.factcheck import load_factcheck
+    from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
+    from serc_dspy.text import normalise
+
+    path = root if root.is_file() else _find(root, _PATTERNS["stance"], _FACTCHECK_DIRS)
+    items, _ = verdict_items(path)
+    train, dev, _ = split_items(items, train=None, dev=None, seed=seed, dev_share=0.5,
+                                balanced=True)
+    pool = train[SEEN_TRAIN:] + dev[SEEN_DEV:]
+    tuning: set[str] = set()
+    benchmark = root / "factcheck_gpt" / "benchmark_dev.jsonl"
+    if benchmark.is_file():
+        tuning = {normalise(c.text) for item in load_factcheck(benchmark)
+                  if item.number in FACTCHECK_TUNING for c in item.claims}
+    pool = [i for i in pool if i.group not in tuning]
+    by_label: dict[str, list] = {}
+    for item in pool:
+        by_label.setdefault(item.label, []).append(item.example)
+    chosen: list[dspy.Example] = []
+    while len(chosen) < n and any(by_label.values()):
+        for label in sorted(by_label):
+            if by_label[label] and len(chosen) < n:
+                chosen.append(by_label[label].pop(0))
+    return chosen
+
+
+def pair_verdicts(stage: str, serc, examples: list[dspy.Example], progress: bool = False
+                  ) -> dict[str, Any]:
+    """Accuracy and macro-F1, with 95% intervals, of one verdict path on the pairs:
+    `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), or
+    `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
+    agrees, as `agree.contradiction` decides)."""
+    from serc_dspy.compiling.devsets import VERDICT_LABELS, macro_f1
+    from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
+    from serc_dspy.rules.quotes import hold_to_quote, opening_name
+
+    started = time.monotonic()
+    gold, predicted, failures = [], [], 0
+    for number, example in enumerate(examples, 1):
+        try:
+            if stage == "verify":
+                verdict = serc.single_verifier(evidence=example.evidence,
+                                               claim=example.claim).verdict
+            else:
+                cited = serc.fact_checker(evidence=example.evidence, claim=example.claim)
+                verdict = hold_to_quote(cited.verdict, example.claim, cited.quote or "",
+                                        example.evidence, opening_name(example.claim)).verdict
+                if stage == "verify_agree" and verdict == "CONTRADICTED":
+                    second = serc.single_verifier(evidence=example.evidence,
+                                                  claim=example.claim).verdict
+                    verdict = "CONTRADICTED" if second == "CONTRADICTED" else second
+        except Exception:  # noqa: BLE001 - a failed example scores 0 and is counted
+            verdict, failures = None, failures + 1
+        gold.append(example.verdict)
+        predicted.append(verdict)
+        if progress:
+            print(f"[{stage}] {number}/{len(examples)}", file=sys.stderr, end="\r")
+    correct = [(float(g == p), 1.0) for g, p in zip(gold, predicted, strict=True)]
+    f1, per_label = macro_f1(gold, predicted, VERDICT_LABELS)
+    ci = bootstrap_rate([(100 * a, b) for a, b in correct])
+    f1_ci = bootstrap_statistic(len(gold), lambda idx: macro_f1(
+        [gold[i] for i in idx], [predicted[i] for i in idx], VERDICT_LABELS)[0])
+    return {"score": 100 * sum(a for a, _ in correct) / len(correct), "n": len(correct),
+            "failures": failures, "seconds": round(time.monotonic() - started, 1),
+            "score_ci": list(ci) if ci else None, "macro_f1": f1,
+            "macro_f1_ci": list(f1_ci) if f1_ci else None, "per_label": per_label,
+            "labels": {label: gold.count(label) for label in VERDICT_LABELS}}
+
+
+def run_pair_stages(data: str | os.PathLike[str], *, stages: list[str] | None, pairs: int,
+                    seed: int = 0, lm: Any = None, compiled: str | None = None,
+                    out: str | os.PathLike[str] | None = None, progress: bool = False
+                    ) -> dict[str, Any]:
+    """The verdict paths on `pairs` unseen stance pairs (`unseen_pairs`)."""
+    from serc_dspy.adapter import StrictJSONAdapter
+    from serc_dspy.programs.serc import SERC
+
+    root = Path(data).expanduser()
+    if not root.exists():
+        raise UserError(f"data path not found: {root}")
+    examples = unseen_pairs(root, pairs, seed)
+    serc = SERC(compiled=compiled) if compiled else SERC()
+    results: dict[str, Any] = {}
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        for stage in [s for s in (stages or PAIR_STAGES) if s in PAIR_STAGES]:
+            results[stage] = pair_verdicts(stage, serc, examples, progress)
+            if out:
+                _write(out, {**_summary(lm, compiled, seed, pairs, 0, results),
+                             "pairs": "unseen"})
+    return {**_summary(lm, compiled, seed, pairs, 0, results), "pairs": "unseen"}

@@ -11,7 +11,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 Verdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_FOUND"]
-FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected"]
+FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected",
+                     "disputed"]
+"""`disputed`: one signal said CONTRADICTED and no second one agreed (`agree.contradiction`):
+the fact stays in the draft's words, flagged, never changed."""
 AnswerStatus = Literal["decoded", "no_info", "fallback", "failed"]
 """decoded: checks ran and produced verdicts; no_info: nothing to answer from; fallback: the
 decoding pruned so much that the received answer comes back unchanged; failed: nothing could
@@ -76,6 +79,12 @@ class Fact(BaseModel):
     """The verifier's own verdict, before any rule held it to its quote; `verdict` is final."""
     witness: Witness | None = None
     """The detail the cited quote gives another value for (see `Witness`)."""
+    votes: dict[str, str] = Field(default_factory=dict)
+    """Each independent signal's verdict on a contradicted fact (`cited`, `second`,
+    `verifier`): it is changed only when two agree (`agree.contradiction`)."""
+    own_passages: list[int] = Field(default_factory=list)
+    """Indices into its check's passages of those found for the fact's own text
+    (`SERC(fact_evidence=True)`), shown to its verdict first."""
     quote: str | None = None
     """The evidence sentence the verdict rests on, when the verifier cites one."""
     second_verdict: Verdict | None = None

@@ -32,7 +32,8 @@ _URL = re.compile(r"^https?://[^\s\"'<>]+$")
 _FACT_REF = re.compile(r"\bfacts? (f[\d.]+)")
 STATUS_TEXT = {"kept": "kept", "corrected": "corrected", "pruned": "pruned",
                "unverified": "unverified (its check failed; kept verbatim)",
-               "uncorrected": "contradicted, no usable fix (kept)", "pending": "pending"}
+               "uncorrected": "contradicted, no usable fix (kept)", "pending": "pending",
+               "disputed": "disputed: one signal alone said contradicted (kept)"}
 
 
 def esc(value: object) -> str:
@@ -332,7 +333,7 @@ a.edit:focus,a.edit.hl{outline:3px solid #e69f00}
 .fact{border-left:6px solid #999;padding-left:.6em;margin:.6em 0}
 .status-kept{border-color:#009e73}.status-corrected{border-color:#0072b2}
 .status-pruned{border-color:#d55e00}.status-unverified{border-color:#cc79a7}
-.status-uncorrected{border-color:#e69f00}
+.status-uncorrected{border-color:#e69f00}.status-disputed{border-color:#f0e442}
 blockquote{margin:.3em 0 .3em 1em;color:#333;font-size:.92em;max-height:10em;overflow:auto}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}td,th{border:1px solid #ccc;
 padding:2px 6px;vertical-align:top;text-align:left}

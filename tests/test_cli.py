@@ -60,7 +60,8 @@ def test_a_fallback_run_warns_that_the_answer_is_unchanged(monkeypatch, capsys):
                                                                    "verdict": "NOT_FOUND"},
                          "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
     monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
-    code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus")])
+    code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
+                 "--rule=-agree.not_found"])
     captured = capsys.readouterr()
     assert code == 0 and captured.out.strip() == DRAFT
     assert "returned unchanged (status fallback)" in captured.err

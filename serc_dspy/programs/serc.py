@@ -31,8 +31,9 @@ from serc_dspy.programs.base import (
     check_text,
     format_passages,
 )
-from serc_dspy.retrieval.base import RetrievalError
+from serc_dspy.retrieval.base import RetrievalError, cap_context
 from serc_dspy.rules import RuleSet, language_of
+from serc_dspy.rules.agree import MIN_AGREEING, contradicting, mentioned
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
 from serc_dspy.rules.guards import minimal_edit, orphan_details, polish_problem, rewrite_problem
@@ -80,7 +81,8 @@ Density = Literal["sentence", "atomic"]
 QueryMode = Literal["lm", "facts"]
 EvidenceMode = Literal["summary", "passages"]
 VerdictMode = Literal["check", "fact"]
-UNCHANGED = ("kept", "unverified", "uncorrected")
+Reconstruction = Literal["rebuild", "minimal"]
+UNCHANGED = ("kept", "unverified", "uncorrected", "disputed")
 REWRITE_CONTEXT_SENTENCES = 2
 """A rewrite sees the accepted facts of this many preceding sentences (for flow: not repeating
 them, resolving "she"). All of them would make rewrite prompts grow with the square of the
@@ -151,6 +153,13 @@ class SERC(TracedProgram):
         rules: switch named rules on or off, e.g. `{"quote.overrule": False}` (the ids and
             their defaults are in `serc_dspy.rules.RULES`; an unknown id is an error listing
             the valid ones). Every firing is a `Ruling` in the trace.
+        fact_evidence: besides the check node's query, search each fact's own text too (no
+            LM call) and show each verdict its own fact's passages first.
+        reconstruct: "rebuild" (the paper) rewrites a changed sentence from its facts;
+            "minimal" makes each correction in place in the draft's sentence (a pruned fact
+            takes out its own clause) and rewrites only when an edit cannot be placed.
+        verifier: a claim verifier (`serc_dspy.verifiers`) whose verdict is one of the
+            signals `agree.contradiction` counts before a fact is changed.
     """
 
     method_name = "serc"
@@ -189,10 +198,21 @@ class SERC(TracedProgram):
         max_facts_per_sentence: int = 12,
         compiled: str | Path | None = "auto",
         rules: dict[str, bool] | None = None,
+        fact_evidence: bool = False,
+        reconstruct: Reconstruction = "rebuild",
+        verifier: Any = None,
         **options: Any,
     ):
         super().__init__(retriever, **options)
         self.rules = RuleSet(rules)
+        if reconstruct not in ("rebuild", "minimal"):
+            raise InputError(f"reconstruct must be 'rebuild' or 'minimal', got {reconstruct!r}")
+        if verifier is not None and not callable(getattr(verifier, "averify", None)):
+            raise InputError("verifier must have averify(claims, evidence) (see "
+                             "serc_dspy.verifiers.ClassifierVerifier)")
+        self.fact_evidence = fact_evidence
+        self.reconstruction = reconstruct
+        self.claim_verifier = verifier
         if density not in ("sentence", "atomic"):
             raise InputError(f"density must be 'sentence' or 'atomic', got {density!r}")
         if max_facts_per_check < 1:
@@ -603,6 +623,8 @@ class SERC(TracedProgram):
             check.evidence = (await run.call("recaller", query=check.query)).evidence.strip()
         else:
             check.passages = await self.retrieve(run, check.query)
+            if self.fact_evidence:
+                await self.own_passages(run, check, facts)
             if not check.passages:
                 run.log("detect", f"check {check.id}: the search returned nothing for "
                         f"{check.query[:80]!r}; its facts are NOT_FOUND and will be pruned")
@@ -622,15 +644,46 @@ class SERC(TracedProgram):
             # judged against it, every fact would be NOT_FOUND and pruned.
             raise RetrievalError(f"the {check.evidence_source or 'evidence'} summary came back "
                                  "empty")
-        await self.judge(run, check.evidence, facts)
+        await self.judge(run, check, facts)
+        await self.agree(run, check, facts)
 
-    async def judge(self, run: Run, evidence: str, facts: list[Fact]) -> None:
+    async def own_passages(self, run: Run, check: Check, facts: list[Fact]) -> None:
+        """Per-fact evidence: the passages found for each fact's own text join the check's
+        (deduplicated), and the fact remembers which are its own."""
+        name = subject_name(run.trace.subject)
+        seen = {(p.source, p.text): i for i, p in enumerate(check.passages)}
+        for fact in facts:
+            query = fact.text if name.lower() in fact.text.lower() else f"{name} {fact.text}"
+            found = await self.retrieve(run, query.strip())
+            for passage in found:
+                key = (passage.source, passage.text)
+                if key not in seen:
+                    seen[key] = len(check.passages)
+                    check.passages.append(passage)
+                fact.own_passages.append(seen[key])
+        check.passages = cap_context(check.passages, self.context_chars * 2)
+        for fact in facts:
+            fact.own_passages = [i for i in fact.own_passages if i < len(check.passages)]
+
+    def evidence_for(self, check: Check, fact: Fact) -> str:
+        """What one fact's verdict reads: its own passages first, then the check's, within
+        the context budget; the check's evidence when there are no per-fact passages."""
+        if not fact.own_passages or self.evidence != "passages":
+            return check.evidence
+        order = fact.own_passages + [i for i in range(len(check.passages))
+                                     if i not in fact.own_passages]
+        return format_passages(cap_context([check.passages[i] for i in order],
+                                           self.context_chars))
+
+    async def judge(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """Set each fact's syndrome. `verdicts="check"`: one call judges the whole check node
         (redone fact by fact if the reply has the wrong length). `verdicts="fact"`: one call
         per fact that first quotes the evidence sentence it rests on; the calls share the
         prompt prefix up to the claim, which the engine's prompt cache serves once."""
+        evidence = check.evidence
         if self.verdicts == "fact":
             for fact in facts:
+                evidence = self.evidence_for(check, fact)
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
                 fact.lm_verdict = fact.verdict
@@ -677,6 +730,56 @@ class SERC(TracedProgram):
                  detail=f"its quote shows no conflicting detail; the second verdict said "
                         f"{judged.verdict}")
 
+    async def agree(self, run: Run, check: Check, facts: list[Fact]) -> None:
+        """`agree.contradiction`: a contradicted fact is changed only when two independent
+        signals say CONTRADICTED (its verdict, when witnessed by its quote or given for the
+        whole group; a second verdict by another prompt on its own passages; the claim
+        verifier). One alone leaves it `disputed`, in the draft's words."""
+        wrong = [f for f in facts if f.verdict == "CONTRADICTED"]
+        if not wrong or not run.on("agree.contradiction"):
+            return
+        for fact in wrong:
+            evidence = self.evidence_for(check, fact)
+            if self.verdicts == "check" or fact.witness is not None:
+                fact.votes["cited" if self.verdicts == "fact" else "check"] = "CONTRADICTED"
+
+            async def second(fact=fact, evidence=evidence) -> str:
+                return (await run.call("single_verifier", evidence=evidence,
+                                       claim=fact.text)).verdict
+            if fact.second_verdict is None:
+                vote = await run.attempt("detect", f"second verdict on fact {fact.id} failed",
+                                         second, None)
+                if vote is not None:
+                    fact.second_verdict = fact.votes["second"] = vote
+            else:
+                fact.votes["second"] = fact.second_verdict
+            if self.claim_verifier is not None:
+                texts = [p.text for p in check.passages] or [check.evidence]
+                judged = await run.attempt("detect", f"the claim verifier failed on {fact.id}",
+                                           lambda fact=fact, texts=texts:
+                                           self.claim_verifier.averify([fact.text], texts),
+                                           None)
+                if judged:
+                    fact.votes["verifier"] = judged[0].verdict
+            if contradicting(fact.votes) < MIN_AGREEING:
+                fact.status = "disputed"
+                run.rule("agree.contradiction", fact.id, before="CONTRADICTED",
+                         after="disputed", detail="signals: " + ", ".join(
+                             f"{k} {v}" for k, v in fact.votes.items()))
+
+    def prune_or_keep(self, run: Run, fact: Fact) -> None:
+        """`agree.not_found`: a NOT_FOUND fact whose key details its check's passages do
+        mention is not pruned: the evidence is there, the verdict could not read it."""
+        check = next((c for c in run.trace.checks if c.id == fact.check), None)
+        texts = [p.text for p in check.passages] if check is not None else []
+        if texts and run.on("agree.not_found") and \
+                mentioned(fact.text, run.trace.subject, texts):
+            fact.status = "unverified"
+            run.rule("agree.not_found", fact.id, before="pruned", after="unverified",
+                     detail="its check's passages mention its key details")
+        else:
+            fact.status = "pruned"
+
     async def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]
         if len(claims) > 1:
@@ -696,8 +799,8 @@ class SERC(TracedProgram):
             if fact.verdict == "SUPPORTED":
                 fact.status = "kept"
             elif fact.verdict == "NOT_FOUND":
-                fact.status = "pruned"
-        wrong = [f for f in facts if f.verdict == "CONTRADICTED"]
+                self.prune_or_keep(run, fact)
+        wrong = [f for f in facts if f.verdict == "CONTRADICTED" and f.status == "pending"]
         if wrong:
             run.expect("correct", 1)
             await self.correct_group(run, sentence.index, wrong)
@@ -855,6 +958,12 @@ class SERC(TracedProgram):
                                                       "would drop the whole sentence"))
             run.advance("reconstruct")
             return
+        if self.reconstruction == "minimal":
+            placed = self.edit_in_place(run, sentence, facts)
+            if placed is not None:
+                sentence.rewritten = placed
+                run.advance("reconstruct")
+                return
         earlier = await accepted.before(sentence.index, REWRITE_CONTEXT_SENTENCES)
 
         async def rewrite() -> str:
@@ -880,12 +989,8 @@ class SERC(TracedProgram):
         node = f"s{sentence.index}"
         guard, why = problem
         run.rule(guard, node, before=refused or None, detail=f"the rewrite {why}")
-        changes = [(f.text, f.correction if f.status == "corrected" else None)
-                   for f in facts if f.status in ("corrected", "pruned")]
-        placed = minimal_edit(sentence.text, changes) if run.on("rewrite.in_place") else None
+        placed = self.edit_in_place(run, sentence, facts)
         if placed is not None:
-            run.rule("rewrite.in_place", node, before=sentence.text, after=placed,
-                     detail="the corrections made in place in the draft's sentence")
             return placed
         if not orphans and kept and run.on("rewrite.state_facts"):
             stated = " ".join(_as_sentence(fact) for fact in kept)
@@ -903,6 +1008,19 @@ class SERC(TracedProgram):
         run.rule("rewrite.keep_sentence", node, after=sentence.text,
                  detail=f"kept the draft's sentence, its changes not applied{lost}")
         return sentence.text
+
+    def edit_in_place(self, run: Run, sentence: Sentence, facts: list[Fact]) -> str | None:
+        """`rewrite.in_place`: the draft's sentence with each correction made where it stands
+        and each pruned fact's own clause taken out; None when one cannot be placed."""
+        if not run.on("rewrite.in_place"):
+            return None
+        changes = [(f.text, f.correction if f.status == "corrected" else None)
+                   for f in facts if f.status in ("corrected", "pruned")]
+        placed = minimal_edit(sentence.text, changes, run.trace.subject)
+        if placed is not None:
+            run.rule("rewrite.in_place", f"s{sentence.index}", before=sentence.text,
+                     after=placed, detail="the changes made in place in the draft's sentence")
+        return placed
 
     def short_answer(self, run: Run) -> str:
         """A short caller draft's answer: the draft, unless the evidence corrected its claim

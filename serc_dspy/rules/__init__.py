@@ -7,7 +7,15 @@ in the trace; `RuleSet` switches rules off (`SERC(rules={"quote.overrule": False
 English-only rule does not fire on a draft in another language (`language_of`).
 """
 
-from serc_dspy.rules import draft, fixes, guards, hygiene, names, quotes  # noqa: F401 (registers)
+from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
+    agree,
+    draft,
+    fixes,
+    guards,
+    hygiene,
+    names,
+    quotes,
+)
 from serc_dspy.rules.base import (
     RULES,
     Rule,

@@ -9,6 +9,7 @@ each fallback the refused output is replaced by.
 from __future__ import annotations
 
 import difflib
+import re
 
 from serc_dspy.rules.base import Rule, RuleSet, register
 from serc_dspy.rules.hygiene import ungrounded
@@ -137,16 +138,46 @@ def orphan_details(sentence: str, facts: list[str], subject: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def minimal_edit(sentence: str, changes: list[tuple[str, str | None]]) -> str | None:
+REMOVE_CLAUSE_SHARE = 0.6
+"""A pruned fact is its clause when the clause holds this share of the fact's content words."""
+_CLAUSE_EDGE = re.compile(r"(\s*(?:,\s*(?:and|but|while)\s+|;\s*|,\s+|\s+and\s+))")
+
+
+def remove_clause(sentence: str, fact: str, subject: str) -> str | None:
+    """The sentence without the clause that states `fact` (a pruned fact), or None when no
+    single clause other than the first (the sentence's own subject and verb) states it."""
+    end = sentence.rstrip()[-1:] if sentence.rstrip()[-1:] in ".!?" else ""
+    parts = _CLAUSE_EDGE.split(sentence.rstrip().rstrip(".!?"))
+    clauses, edges = parts[0::2], parts[1::2]
+    wanted = content_stems(fact, subject)
+    if len(clauses) < 2 or not wanted:
+        return None
+    shares = [len(content_stems(c, subject) & wanted) / len(wanted) for c in clauses]
+    best = max(range(len(clauses)), key=lambda i: shares[i])
+    if best == 0 or shares[best] < REMOVE_CLAUSE_SHARE or shares.count(shares[best]) > 1:
+        return None
+    kept = [clauses[0]]
+    for i in range(1, len(clauses)):
+        if i != best:
+            kept += [edges[i - 1], clauses[i]]
+    return "".join(kept) + end
+
+
+def minimal_edit(sentence: str, changes: list[tuple[str, str | None]],
+                 subject: str = "") -> str | None:
     """The sentence with each fact's change made in place, or None when one cannot be placed.
 
     A change `(fact, correction)` is placed when the words the correction replaces occur once
-    in the sentence; a pruned fact (`correction` None) cannot be cut out of a sentence by words
-    alone, so it is never placed here."""
+    in the sentence; a pruned fact (`correction` None) takes out its own clause
+    (`remove_clause`), never more."""
     text = sentence
     for fact, fixed in changes:
         if not fixed:
-            return None
+            removed = remove_clause(text, fact, subject)
+            if removed is None:
+                return None
+            text = removed
+            continue
         old, new = fact.split(), fixed.split()
         matcher = difflib.SequenceMatcher(None, [w.lower() for w in old],
                                           [w.lower() for w in new], autojunk=False)
@@ -159,8 +190,6 @@ def minimal_edit(sentence: str, changes: list[tuple[str, str | None]]) -> str | 
                 return None
             text = text.replace(before, after, 1)
     return text if text != sentence else None
-
-
 
 
 def _loses(text: str, details: list[str]) -> str | None:

@@ -92,3 +92,28 @@ def test_a_stage_too_small_for_the_offset_is_reported_and_the_rest_still_run(
     assert code == 1 and "correct: the dev split of stage 'correct' has" in captured.err
     summary = json.loads((tmp_path / "stages.json").read_text())
     assert "error" in summary["stages"]["correct"] and summary["stages"]["verify"]["n"] == 3
+
+
+@needs_data
+def test_verdicts_on_unseen_pairs_with_the_agreement_path(tmp_path, monkeypatch, capsys):
+    def cited(inputs):  # contradicts everything, citing nothing
+        return {"quote": "", "verdict": "CONTRADICTED"}
+
+    lm, engine = scripted_lm({"QuoteAndJudge": cited,
+                              "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
+    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "9", "--json",
+                 "--stage", "verify_cited", "--stage", "verify_agree", "--out", str(tmp_path),
+                 "--lm", "openai=http://x/v1|m"]) == 0
+    stages = json.loads(capsys.readouterr().out)["stages"]
+    assert stages["verify_cited"]["labels"] == {"SUPPORTED": 3, "CONTRADICTED": 3,
+                                                 "NOT_FOUND": 3}
+    assert stages["verify_cited"]["score"] == pytest.approx(100 / 3, abs=0.01)  # the 3 refuted
+    # the second vote never agrees: no CONTRADICTED survives, the NOT_FOUND third is right
+    assert stages["verify_agree"]["score"] == pytest.approx(100 / 3, abs=0.01)
+    assert stages["verify_agree"]["per_label"]["CONTRADICTED"]["recall"] == 0.0
+    low, high = stages["verify_agree"]["score_ci"]
+    assert low <= 100 / 3 <= high and "macro_f1_ci" in stages["verify_agree"]
+    assert len(engine.of("JudgeFact")) == 9  # one second vote per cited contradiction
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--stage", "verify_agree",
+                 "--lm", "openai=http://x/v1|m"]) == 2

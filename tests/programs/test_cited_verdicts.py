@@ -13,13 +13,14 @@ QUOTE = "Marie Curie was born in Warsaw in 1867."
 CORPUS = LocalCorpus.from_texts({"c.txt": QUOTE + " She studied at the Sorbonne in Paris."})
 
 
-def decode(corpus=CORPUS, **overrides):
+def decode(corpus=CORPUS, rules=None, **overrides):
     def cite(inputs):
         born = "born" in inputs["claim"]
         return {"quote": QUOTE if born else "", "verdict": "SUPPORTED"}
 
     lm, engine = scripted_lm(handlers(**{"QuoteAndJudge": cite, **overrides}))
-    program = SERC(retriever=corpus, verdicts="fact", evidence="passages", queries="facts")
+    program = SERC(retriever=corpus, verdicts="fact", evidence="passages", queries="facts",
+                   rules=rules)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         return program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace, engine
 
@@ -172,12 +173,17 @@ def test_an_unwitnessed_contradiction_is_pruned_never_rewritten():
     def judge(inputs):
         return {"verdict": "CONTRADICTED" if inputs["claim"] == sorbonne else "SUPPORTED"}
 
-    trace, engine = decode(QuoteAndJudge=cite, JudgeFact=judge)
+    trace, engine = decode(QuoteAndJudge=cite, JudgeFact=judge,
+                           rules={"agree.not_found": False})
     fact = next(f for f in trace.facts if f.text == sorbonne)
     assert (fact.verdict, fact.second_verdict, fact.status) == ("NOT_FOUND", "CONTRADICTED",
                                                                 "pruned")
     assert fact.correction is None and not engine.of("CorrectFacts")
     assert "Sorbonne" not in trace.answer
+    # With agree.not_found (the default) the passages name the Sorbonne: it stays, unverified.
+    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=judge)
+    fact = next(f for f in trace.facts if f.text == sorbonne)
+    assert fact.status == "unverified" and trace.ruled("agree.not_found", fact.id)
 
 
 def test_a_failed_second_verdict_keeps_the_fact_unverified():
@@ -205,10 +211,14 @@ def test_a_quote_that_swaps_one_word_witnesses_the_contradiction():
         return {"corrections": [{"original": WORK, "fixed": "Marie Curie was honoured for "
                                  "work on radioactivity."}]}
 
-    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=cite, CorrectFacts=fix)
+    def second(inputs):
+        return {"verdict": "CONTRADICTED" if inputs["claim"] == WORK else "SUPPORTED"}
+
+    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=cite, CorrectFacts=fix, JudgeFact=second)
     fact = next(f for f in trace.facts if f.text == WORK)
-    assert not engine.of("JudgeFact")  # witnessed: no second verdict needed
-    assert fact.verdict == "CONTRADICTED" and fact.second_verdict is None
+    assert fact.witness is not None  # the witness is one signal; the second verdict agrees
+    assert fact.votes == {"cited": "CONTRADICTED", "second": "CONTRADICTED"}
+    assert fact.verdict == "CONTRADICTED" and len(engine.of("JudgeFact")) == 1
     assert fact.correction == "Marie Curie was honoured for work on radioactivity."
 
 
@@ -278,7 +288,11 @@ def test_a_fix_that_only_rewords_its_fact_is_no_correction():
             return {"quote": RADIOACTIVITY, "verdict": "CONTRADICTED"}
         return {"quote": "", "verdict": "SUPPORTED"}
 
-    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=contradict_work, CorrectFacts=reword)
+    def second(inputs):
+        return {"verdict": "CONTRADICTED" if inputs["claim"] == WORK else "SUPPORTED"}
+
+    trace, engine = decode(WORK_CORPUS, QuoteAndJudge=contradict_work, CorrectFacts=reword,
+                           JudgeFact=second)
     fact = next(f for f in trace.facts if f.text == WORK)
     assert fact.status == "uncorrected" and fact.correction is None
     assert len(engine.of("CorrectFacts")) == 2  # one retry

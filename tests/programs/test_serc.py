@@ -254,7 +254,8 @@ def test_wrong_number_of_group_verdicts_falls_back_to_one_call_per_fact():
     # Two two-fact checks got a one-item reply: their 4 facts are redone one by one; the two
     # single-fact checks are judged by the single-claim signature directly.
     assert len(engine.of("JudgeFacts")) == 2
-    assert len(engine.of("JudgeFact")) == 4 + 2
+    # 4 redone + 2 single-fact checks, + 2 second verdicts for the two contradicted facts
+    assert len(engine.of("JudgeFact")) == 4 + 2 + 2
     assert prediction.trace.fact("f0.0").verdict == "CONTRADICTED"
 
 
@@ -287,7 +288,8 @@ def test_a_short_rewrite_makes_the_corrections_in_the_draft_sentence_instead():
 
 
 def test_short_reconstruction_falls_back_to_the_received_answer():
-    prediction, engine, _ = run(JudgeFacts=lambda i: {"verdicts": ["NOT_FOUND"] * len(i["claims"])},
+    prediction, engine, _ = run({"rules": {"agree.not_found": False}},
+                                JudgeFacts=lambda i: {"verdicts": ["NOT_FOUND"] * len(i["claims"])},
                                 JudgeFact=lambda i: {"verdict": "NOT_FOUND"})
     assert prediction.answer == DRAFT
     assert engine.of("PolishAnswer") == []

@@ -83,7 +83,12 @@ def test_a_laid_out_draft_is_not_polished_and_a_pruned_one_comes_back():
                          "Sorbonne in Paris.\n")
     assert laid_out.ruled("polish.layout")
     assert not run().ruled("polish.layout")
+    from rules_helpers import CountingRetriever
+
+    from serc_dspy import SERC
+
     pruned = run(JudgeFacts=lambda i: {"verdicts": ["NOT_FOUND"] * len(i["claims"])},
-                 JudgeFact=lambda i: {"verdict": "NOT_FOUND"})
+                 JudgeFact=lambda i: {"verdict": "NOT_FOUND"},
+                 program=SERC(retriever=CountingRetriever(), rules={"agree.not_found": False}))
     assert pruned.ruled("decode.too_short", "answer") and pruned.status == "fallback"
     assert not run().ruled("decode.too_short")

@@ -1,6 +1,7 @@
 """The rulebook as a whole: every rule named and tested both ways, switches, languages, and
 rulings that survive a round trip and reach the view."""
 
+import test_agree
 import test_draft
 import test_fixes
 import test_guards
@@ -14,7 +15,8 @@ from serc_dspy import SERC, InputError, Trace
 from serc_dspy.cli import main
 from serc_dspy.rules import RULES, RuleSet, UnknownRule, language_of, parse_switches, rule_table
 
-MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft]
+MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
+           test_agree]
 
 
 def test_every_rule_has_an_id_a_statement_a_reason_and_tests_both_ways():

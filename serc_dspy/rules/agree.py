@@ -1,0 +1,51 @@
+"""Agreement: a true fact is changed only when the evidence says so twice.
+
+A 1.5B verifier's single CONTRADICTED turned true facts into edits nobody asked for (false
+alarms of 0.20 on the held-out split); a NOT_FOUND from a group's passages pruned facts the
+passages did mention. These rules ask for a second, independent signal before a fact changes.
+"""
+
+from __future__ import annotations
+
+from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.words import content_stems, is_number, key_terms, words_of
+
+MIN_AGREEING = 2
+
+register(
+    Rule("agree.contradiction", "a contradicted fact is changed (corrected or pruned) only "
+         "when two independent signals say CONTRADICTED: a cited verdict whose quote "
+         "witnesses the conflict (or the group's verdict), a second verdict by another prompt "
+         "on the fact's own passages, the claim verifier; one signal alone leaves it "
+         "`disputed`, in the draft's words", "each wrong CONTRADICTED on a true fact was an "
+         "edit the user did not ask for", thresholds={"min_agreeing": MIN_AGREEING}),
+    Rule("agree.not_found", "a NOT_FOUND fact is pruned only when no passage of its check "
+         "mentions its key details (numbers and names, else its content words); otherwise it "
+         "stays `unverified`", "grouped checks retrieve passages about the other facts; a "
+         "fact their verdict calls NOT_FOUND was often stated in them",
+         english_only=True),
+)
+
+
+def key_details(fact: str, subject: str) -> set[str]:
+    """What a passage must name to be about the fact: its numbers and names beyond the
+    subject's, else its content words (stems)."""
+    skip = {w.lower() for w in words_of(subject)}
+    numbers, names = key_terms(words_of(fact), skip)
+    return ({n.lower() for n in numbers} | names) or content_stems(fact, subject)
+
+
+def mentioned(fact: str, subject: str, passages: list[str]) -> bool:
+    """Whether any passage names one of the fact's key details."""
+    wanted = key_details(fact, subject)
+    if not wanted:
+        return False
+    for text in passages:
+        have = {w.lower() for w in words_of(text)} | content_stems(text, subject)
+        if any(w in have for w in wanted if is_number(w) or len(w) > 2):
+            return True
+    return False
+
+
+def contradicting(votes: dict[str, str]) -> int:
+    return sum(1 for verdict in votes.values() if verdict == "CONTRADICTED")

@@ -1,0 +1,64 @@
+"""Per-fact evidence inside a check node, and minimal-edit reconstruction."""
+
+import dspy
+from scripted import scripted_lm
+from test_serc import handlers
+
+from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+from serc_dspy.rules.guards import minimal_edit
+
+ROLE = "Marie Curie was a Polish physicist."
+DRAFT = ("Marie Curie was born in Warsaw in 1867, studied at the Sorbonne in Paris, and was a "
+         "Polish physicist.")
+FACTS = ["Marie Curie was born in Warsaw in 1867.",
+         "Marie Curie studied at the Sorbonne in Paris.", ROLE]
+CORPUS = LocalCorpus.from_texts({
+    "a.txt": "Marie Curie was born in Warsaw in 1867. She studied at the Sorbonne in Paris.",
+    "b.txt": "A Polish physicist, she won two Nobel Prizes.",
+})
+
+
+def _decode(**options):
+    lm, engine = scripted_lm(handlers(
+        AtomicFacts=lambda i: {"facts": FACTS},
+        QuoteAndJudge=lambda i: {"quote": "", "verdict": "SUPPORTED"}))
+    program = SERC(retriever=CORPUS, top_k=1, verdicts="fact", evidence="passages",
+                   queries="facts", **options)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+    return engine
+
+
+def test_a_role_facts_own_passage_reaches_its_verdict_first():
+    # the group's one query is all three facts at once: BM25 returns the birth passage
+    without = _decode()
+    role = next(c for c in without.of("QuoteAndJudge") if c["inputs"]["claim"] == ROLE)
+    assert "Polish physicist" not in role["inputs"]["evidence"]
+    engine = _decode(fact_evidence=True)
+    role = next(c for c in engine.of("QuoteAndJudge") if c["inputs"]["claim"] == ROLE)
+    assert "Polish physicist" in role["inputs"]["evidence"].split("</passage 1>")[0]
+    born = next(c for c in engine.of("QuoteAndJudge") if "born" in c["inputs"]["claim"])
+    assert "born in Warsaw" in born["inputs"]["evidence"].split("</passage 1>")[0]
+
+
+def test_a_swapped_year_is_replaced_in_place_and_a_pruned_clause_removed():
+    sentence = "Marie Curie was born in 1868 in Warsaw, and she enjoyed painting landscapes."
+    edited = minimal_edit(sentence, [("Marie Curie was born in 1868.",
+                                      "Marie Curie was born in 1867."),
+                                     ("Marie Curie enjoyed painting landscapes.", None)],
+                          "Marie Curie")
+    assert edited == "Marie Curie was born in 1867 in Warsaw."
+    # an edit that cannot be placed (its words are not in the sentence) places nothing
+    assert minimal_edit(sentence, [("Marie Curie lived in Lyon.", "Marie Curie lived in Nice.")],
+                        "Marie Curie") is None
+
+
+def test_minimal_reconstruction_keeps_the_draft_sentence_and_calls_no_rewriter():
+    lm, engine = scripted_lm(handlers())
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        trace = SERC(retriever=CORPUS, reconstruct="minimal")(
+            question="Tell me a bio of Marie Curie.",
+            draft="Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in "
+                  "Paris.").trace
+    assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
+    assert engine.of("RewriteSentence") == [] and trace.ruled("rewrite.in_place", "s0")
