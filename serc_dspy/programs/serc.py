@@ -43,7 +43,7 @@ from serc_dspy.rules.hygiene import (
     split_clauses,
     subject_pronouns,
 )
-from serc_dspy.rules.names import mentions, same_name
+from serc_dspy.rules.names import mentions, names_a_subject, names_in, same_name
 from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
 from serc_dspy.signatures import (
     AnswerEntity,
@@ -412,6 +412,10 @@ class SERC(TracedProgram):
         differ; every other outcome passes, and `firewall.decision` says why."""
         trace, firewall = run.trace, run.trace.firewall
         run.report("firewall", 0, 1)
+        if run.on("firewall.named_subject") and not names_a_subject(question):
+            firewall.decision = "passed: the question names no entity (no descriptor calls)"
+            run.rule("firewall.named_subject", "firewall", detail=firewall.decision)
+            return
         passages = await context.get()
         readers = {
             "query": ("query_entity", {"question": question}),
@@ -469,6 +473,13 @@ class SERC(TracedProgram):
             # The query descriptor is guessed from the question alone: the evidence's wins.
             trace.subject = str(evidence if evidence.characteristic else
                                 more_specific(evidence, query))
+            return
+
+        if run.on("firewall.evidence_in_answer") and evidence.usable and \
+                names_in(trace.received, evidence.name):
+            firewall.decision = (f"passed: the answer itself names the evidence's entity "
+                                 f"({evidence.name})")
+            run.rule("firewall.evidence_in_answer", "firewall", detail=f"{evidence}")
             return
 
         def judge_failed(error: str) -> None:

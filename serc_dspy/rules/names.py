@@ -27,6 +27,17 @@ register(
     Rule("firewall.asked_entity", "an answer that names the asked entity, which the evidence "
          "is about, passes with no judge call", "drafts that open with the subject's birth "
          "name (Beenie Man, Botak Chin) were reset", found_on="noise bios 1-8 (tuning split)"),
+    Rule("firewall.named_subject", "the firewall runs only for a question that names its "
+         "subject (a capitalised word after the first): a question about a concept (\"Why do "
+         "the giant planets rotate faster?\") has no entity to confuse", "on Factcheck-Bench "
+         "the firewall took \"giant planets\" and the passages' \"Uranus\" for two entities "
+         "and threw a true answer away", english_only=True,
+         found_on="Factcheck-Bench item 3 (tuning split)"),
+    Rule("firewall.evidence_in_answer", "an answer that itself names the evidence's entity "
+         "passes: the passages are about something the answer talks about",
+         "the firewall reset an answer about Mondeca's tools because the passages were about "
+         "one of them, Intellilink, which the answer named",
+         found_on="Factcheck-Bench item 6 (tuning split)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",
@@ -81,3 +92,19 @@ def mentions(text: str, name: str, rules: RuleSet | None = None) -> bool:
     return f" {' '.join(words)} " in folded
 
 
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]+")
+
+
+def names_a_subject(question: str) -> bool:
+    """Whether a question names its subject: a capitalised word other than its first."""
+    words = (question or "").split()
+    return any(_CAPITALISED.match(w) for w in words[1:])
+
+
+def names_in(text: str, name: str) -> bool:
+    """Every word of `name` (normalised) occurs in `text`: the text talks about it."""
+    words = normalize_name(name).split()
+    have = set(normalize_name(text).split())
+    return bool(words) and all(w in have for w in words)

@@ -49,8 +49,9 @@ def test_an_echoed_format_is_stripped_and_then_names_match():
 
 
 def test_different_names_go_to_the_judge_and_a_yes_keeps_the_draft():
-    trace, engine = decode(AnswerEntity=lambda i: entity("Maria Skłodowska", "physicist"),
-                           EvidenceEntity=lambda i: entity("Marie Curie", "chemist"),
+    # (the draft says "Marie Curie", so the evidence's name must be one it does not use)
+    trace, engine = decode(AnswerEntity=lambda i: entity("Marie Curie", "physicist"),
+                           EvidenceEntity=lambda i: entity("Maria Skłodowska", "chemist"),
                            QueryEntity=lambda i: entity(""))
     assert len(engine.of("SameEntity")) == 1
     assert trace.firewall.same_entity is True and not trace.firewall.reset

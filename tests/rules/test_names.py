@@ -8,7 +8,8 @@ from serc_dspy.rules import RuleSet
 from serc_dspy.rules.names import mentions, same_name
 
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
-         "firewall.asked_entity", "firewall.known_as"}
+         "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
+         "firewall.evidence_in_answer"}
 QUIET = set(FIRES)
 
 
@@ -55,3 +56,25 @@ def test_wendy_counts_where_the_draft_gives_it_as_her_name():
     assert mentions(text, "Wendy", RuleSet())
     assert not mentions(text, "Wendy", RuleSet({"firewall.known_as": False}))
     assert not mentions("Wendy bought a house.", "Wendy", RuleSet())  # a bare word: no
+
+
+def test_a_question_about_a_concept_skips_the_firewall():
+    # the case that motivated it: "giant planets" and the passages' "Uranus", a reset answer
+    trace = run(question="Why do the giant planets rotate faster than the terrestrial ones?")
+    assert trace.ruled("firewall.named_subject") and not trace.firewall.reset
+    assert not run().ruled("firewall.named_subject")  # "Tell me a bio of Marie Curie."
+
+
+def test_an_answer_that_names_the_evidences_entity_passes():
+    # the case that motivated it: Mondeca's tools, and passages about one of them
+    draft = ("Mondeca develops tools for knowledge management. One of them is Intellilink, a "
+             "tool for linking data from many sources.")
+    corpus = LocalCorpus.from_texts({"i.txt": "Intellilink is a tool developed by Mondeca for "
+                                              "linking data from many sources."})
+    trace = run(draft=draft, question="What are the tools developed by Mondeca?",
+                program=SERC(retriever=corpus), QueryEntity=lambda i: entity("Mondeca"),
+                AnswerEntity=lambda i: entity("Mondeca", "software company"),
+                EvidenceEntity=lambda i: entity("Intellilink", "a software company"),
+                SameEntity=lambda i: {"analysis": "", "same": "NO"})
+    assert trace.ruled("firewall.evidence_in_answer") and not trace.firewall.reset
+    assert not run().ruled("firewall.evidence_in_answer")
