@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import types
 import typing
 from datetime import datetime, timezone
@@ -177,7 +178,8 @@ def save_compiled(
     _refuse_pickle(path)
     if path.suffix.lower() != ".json":
         raise CompiledStateError(f"{path}: a compiled state must be saved as a .json file")
-    predictors = dict(program.named_predictors())
+    predictors = program_predictors(program) if stages is not None else \
+        dict(program.named_predictors())
     names = list(stages) if stages is not None else list(predictors)
     if not names:
         raise CompiledStateError("nothing to save: no stages given and the program has no "
@@ -372,6 +374,43 @@ def _mismatch(where: str, name: str, saved: str, current: type[dspy.Signature]) 
     return name
 
 
+def program_predictors(program: dspy.Module) -> dict[str, dspy.Predict]:
+    """A program's predictors by path (`checks.fact_extractor`), and by the short names a
+    program maps to them (`PREDICTOR_PATHS`: SERC's names before it was split into
+    sub-modules), so a state saved before the split still loads."""
+    predictors = dict(program.named_predictors())
+    for short, path in (getattr(program, "PREDICTOR_PATHS", None) or {}).items():
+        if path in predictors:
+            predictors.setdefault(short, predictors[path])
+    return predictors
+
+
+AUTO_STATE = "auto"
+"""`SERC(compiled="auto")`, the default: the run's offline model's packaged state, if any."""
+_MODEL_STATE_LOCK = threading.Lock()
+
+
+def apply_model_state(program: Any, run: Any) -> None:
+    """`compiled="auto"`: on the first run, apply the packaged state of the offline model the
+    context LM runs, if that model ships one (`OfflineModel.compiled`); any other LM keeps the
+    frozen prompts. `compiled=None` always keeps them. Logged on the run."""
+    from serc_dspy.backends.models import model_of_lm
+
+    if program.compiled != AUTO_STATE:
+        return
+    model = model_of_lm(dspy.settings.lm)
+    with _MODEL_STATE_LOCK:
+        if program.model_state is None and model is not None and model.compiled:
+            load_compiled(program, model.compiled)
+            program.model_state = model.name
+    if program.model_state and (model is None or model.name != program.model_state):
+        run.log("align", f"this SERC carries the compiled state of {program.model_state} "
+                         f"but runs with {getattr(dspy.settings.lm, 'model', '?')}",
+                "fallback")
+    elif program.model_state:
+        run.log("align", f"prompts: compiled state {model.compiled} of {model.name}")
+
+
 def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) -> dict[str, Any]:
     """Apply a compiled state to `program` after checking every stage's signature hash.
 
@@ -387,7 +426,7 @@ def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) ->
     document = read_compiled(path_or_name)
     where = document["path"]
     mismatched: set[str] = set()
-    predictors = dict(program.named_predictors())
+    predictors = program_predictors(program)
     for name, info in document["stages"].items():
         if name not in predictors:
             raise CompiledStateError(

@@ -134,14 +134,19 @@ class TracedProgram(dspy.Module):
         return table
 
     def check_lm_keys(self) -> None:
-        """`lms` keys are stages (`verify`) or predictor names (`fact_checker`); anything else
-        is a typo that would silently run on the default LM."""
+        """`lms` keys are stages (`verify`), predictor names (`fact_checker`) or predictor paths
+        (`checks.fact_checker`); anything else is a typo that would silently run on the
+        default LM. Paths are read as the names the step layer uses."""
+        paths = {path: name for name, path in (getattr(self, "PREDICTOR_PATHS", None)
+                                               or {}).items()}
         predictors = [name for name, _ in self.named_predictors()]
-        unknown = sorted(set(self.lms) - set(STAGES) - set(predictors))
+        valid = set(STAGES) | set(predictors) | set(self.step_table())
+        unknown = sorted(set(self.lms) - valid)
         if unknown:
             raise InputError(f"unknown key(s) {unknown} in lms; valid keys are the stages "
                              f"({', '.join(STAGES)}) and the predictors "
                              f"({', '.join(predictors)})")
+        self.lms = {paths.get(key, key): lm for key, lm in self.lms.items()}
 
     def forward(self, question: str, draft: str | None = None) -> dspy.Prediction:
         """The synchronous twin of `aforward` (see `steps.run_sync` for where it runs)."""

@@ -387,8 +387,9 @@ def test_compile_whole_serc_keeps_demos_of_decodings_that_fixed_their_errors(
     assert "dev before: 100.0%" in printed.out and "dev after:  100.0%" in printed.out
     document = read_compiled(out)
     # the bootstrapped decoding called these predictors, so each got its one demo
-    assert {"fact_extractor", "corrector"} <= set(document["stages"])
-    assert {"verifier", "single_verifier", "fact_checker"} & set(document["stages"])
+    assert {"checks.fact_extractor", "correction.corrector"} <= set(document["stages"])
+    judged = {"checks.verifier", "checks.single_verifier", "checks.fact_checker"}
+    assert judged & set(document["stages"])
     compiled = SERC(compiled=out)
     assert len(compiled.corrector.demos) == 1
     demo = compiled.corrector.demos[0]

@@ -1,0 +1,209 @@
+"""Phase 3a: the correction map, a one-pass unfolding of belief propagation. Contradicted facts
+of a sentence are corrected together from the evidence, dependents following (logic
+propagation); each reply is held to the `fix.` rules."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+
+from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_sentence
+from serc_dspy.rules.agree import mentioned
+from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
+from serc_dspy.signatures import CorrectFacts, FactFix
+from serc_dspy.steps import Run, StepSpec
+from serc_dspy.text import best_match, normalise, similarity, unique_texts
+from serc_dspy.trace import Correction, Fact, Sentence, Trace
+
+
+class Corrector(Stage):
+    """Correct a sentence's contradicted facts from the evidence, with their dependents. Alone:
+    `Corrector()(subject=..., evidence=..., erroneous_facts=[...], related_facts=[...])`."""
+
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "corrector": StepSpec("correct", "correction"),
+    }
+
+    def __init__(self, settings: Settings | None = None, **options: Any):
+        super().__init__(settings, **options)
+        self.corrector = dspy.Predict(CorrectFacts)
+
+    def forward(self, subject: str, evidence: str, erroneous_facts: list[str],
+                related_facts: list[str] | None = None) -> dspy.Prediction:
+        """Correct contradicted facts against `evidence` alone: each fact's status and fix."""
+        trace = Trace(method="correction", subject=subject)
+        check = "c0.0"
+        wrong = [Fact(id=f"f0.{i}", text=t, sentence=0, verdict="CONTRADICTED", check=check)
+                 for i, t in enumerate(erroneous_facts)]
+        related = [Fact(id=f"f0.{len(wrong) + i}", text=t, sentence=0, verdict="SUPPORTED",
+                        status="kept", check=check) for i, t in enumerate(related_facts or [])]
+        trace.facts = wrong + related
+        from serc_dspy.trace import Check
+
+        trace.checks = [Check(id=check, facts=[f.id for f in trace.facts], sentence=0,
+                              evidence=evidence)]
+        _, trace = self.standalone(self.correct_group, 0, wrong, trace=trace)
+        return dspy.Prediction(facts=trace.facts, corrections=trace.corrections, trace=trace)
+
+    async def correct(self, run: Run, sentence: Sentence, facts: list[Fact]) -> list[str]:
+        """A sentence's correction map: SUPPORTED kept, NOT_FOUND pruned, CONTRADICTED fixed
+        together with their dependents. Returns the facts the sentence accepts."""
+        for fact in facts:
+            if fact.verdict == "SUPPORTED":
+                fact.status = "kept"
+            elif fact.verdict == "NOT_FOUND":
+                self.prune_or_keep(run, fact)
+        wrong = [f for f in facts if f.verdict == "CONTRADICTED" and f.status == "pending"]
+        if wrong:
+            run.expect("correct", 1)
+            await self.correct_group(run, sentence.index, wrong)
+            run.advance("correct")
+        return [f.correction or f.text for f in facts if f.status in (*UNCHANGED, "corrected")]
+
+    def prune_or_keep(self, run: Run, fact: Fact) -> None:
+        """`agree.not_found`: a NOT_FOUND fact whose key details its check's passages do
+        mention is not pruned: the evidence is there, the verdict could not read it."""
+        check = next((c for c in run.trace.checks if c.id == fact.check), None)
+        texts = [p.text for p in check.passages] if check is not None else []
+        if texts and run.on("agree.not_found") and \
+                mentioned(fact.text, run.trace.subject, texts):
+            fact.status = "unverified"
+            run.rule("agree.not_found", fact.id, before="pruned", after="unverified",
+                     detail="its check's passages mention its key details")
+        else:
+            fact.status = "pruned"
+
+    async def correct_group(self, run: Run, sentence: int, wrong: list[Fact]) -> None:
+        trace = run.trace
+        related = [f for f in trace.facts if f.sentence == sentence
+                   and f.verdict != "CONTRADICTED" and f.status != "pruned"]
+        checks = {f.check for f in wrong}
+        if all(f.quote for f in wrong):  # the sentences the verdicts rest on: short and exact
+            evidence = "\n".join(unique_texts(f.quote for f in wrong))
+        else:
+            evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
+        # A fix that restates its fact is no fix; a small model does this. One retry, on the
+        # facts still open and with some sampling freedom, is allowed; then they stay
+        # CONTRADICTED and uncorrected.
+        temperatures = (0.0, 0.5) if run.on("fix.retry") else (0.0,)
+        for attempt, temperature in enumerate(temperatures):
+            open_facts = [f for f in wrong if f.status == "pending"]
+            if not open_facts:
+                break
+
+            async def fix(open_facts=open_facts, temperature=temperature) -> list[FactFix]:
+                return (await run.call(
+                    "corrector", subject=trace.subject, evidence=evidence,
+                    erroneous_facts=[f.text for f in open_facts],
+                    related_facts=[f.text for f in related],
+                    config={"temperature": temperature})).corrections
+            fixes = await run.attempt("correct", f"correction of sentence {sentence} failed, "
+                                      "facts kept", fix, None)
+            if fixes is None:
+                break
+            self.apply_fixes(run, fixes, open_facts, related)
+            if attempt == 0 and len(temperatures) > 1 and any(f.status == "pending"
+                                                               for f in wrong):
+                run.rule("fix.retry", f"s{sentence}", detail="a contradicted fact got no usable "
+                         "fix; asked once more at temperature 0.5")
+        for fact in wrong:
+            self.swap_back(run, fact)
+            if fact.status == "pending":
+                fact.status = "uncorrected"
+                run.log("correct", f"fact {fact.id} stays contradicted and uncorrected",
+                        "fallback")
+
+    def apply_fixes(self, run: Run, fixes: list[FactFix], open_facts: list[Fact],
+                    related: list[Fact]) -> None:
+        """Map one corrector reply onto the open facts (and their dependents)."""
+        unmatched = [fix for fix in fixes
+                     if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
+        still_open = [f for f in open_facts if f.status == "pending"]
+        if len(unmatched) > 1 and len(still_open) == 1 and run.on("fix.join_pieces"):
+            # Several pieces for the one open fact: the model split its fix. Join them.
+            fact = still_open[0]
+            pieces = [fix.fixed or (fix.original if normalise(fix.original)
+                                    in normalise(fact.text) else "") for fix in unmatched]
+            joined = " ".join(as_sentence(piece) for piece in pieces if piece.strip())
+            run.rule("fix.join_pieces", fact.id, after=joined,
+                     detail=f"{len(unmatched)} unmatched pieces joined")
+            unmatched = [FactFix(original=fact.text, fixed=joined)]
+        if unmatched and len(unmatched) == len(still_open) and run.on("fix.positional"):
+            # A small model often quotes its fix, not the original, as `original`; when the
+            # unmatched fixes and the open facts pair up one to one, the order decides.
+            for fix, fact in zip(unmatched, still_open, strict=True):
+                if similarity(fix.fixed, fact.text) < POSITIONAL_MIN_SIMILARITY:
+                    continue  # a fix unlike its fact is not a fix of it: never guessed
+                run.rule("fix.positional", fact.id, before=fix.original, after=fix.fixed,
+                         detail="matched no fact by text; mapped by position")
+                self.apply_fix(run, fact.text, fix.fixed, [fact], [])
+
+    def swap_back(self, run: Run, fact: Fact) -> None:
+        """`fix.swap_back`: when the quote swapped exactly one detail, the minimal correction is
+        to swap it back. It stands in for an LM fix that is missing, empty, or rewrites the
+        fact's other details away (a small model copies the quote over the fact)."""
+        swap = fact.witness
+        minimal = swap.apply(fact.text) if swap is not None else None
+        if minimal is None or not run.on("fix.swap_back"):
+            return
+        if fact.status == "corrected" and not loses_content(fact.text, fact.correction or "",
+                                                            swap.old):
+            return
+        why = ("instead of a fix that dropped other details" if fact.status == "corrected"
+               else "no usable fix")
+        run.rule("fix.swap_back", fact.id, before=fact.correction or fact.text, after=minimal,
+                 detail=f"{swap.old} -> {swap.new} from its quote ({why})")
+        fact.correction, fact.status = minimal, "corrected"
+
+    def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
+                  related: list[Fact]) -> bool:
+        """Map a returned `original` to the closest buffered fact, else to a dependent fact.
+
+        A fix equal to its fact (after case and punctuation) is a no-op and changes nothing; a
+        propagated (dependent-fact) change may rewrite a fact but never delete it. Returns
+        whether `original` matched a fact.
+        """
+        fixed = (fixed or "").strip()
+        record = Correction(original=original, fixed=fixed)
+        for pool, propagated in ((wrong, False), (related, True)):
+            open_facts = [f for f in pool if f.status in ("pending", "kept", "unverified")]
+            match = best_match(original, [f.text for f in open_facts], self.settings.match_cutoff)
+            if match is None:
+                continue
+            fact = open_facts[match[0]]
+            record.fact, record.match_score, record.propagated = fact.id, match[1], propagated
+            refused = self.refuse_fix(run, fact, fixed, propagated)
+            if refused is not None:
+                if not propagated or refused == "fix.propagated_delete":
+                    run.rule(refused, fact.id, before=fact.text, after=fixed,
+                             detail="not a correction")
+                break
+            fact.correction = fixed or None  # empty, with its rules off: pruned, as the paper
+            fact.status = "corrected" if fixed else "pruned"
+            break
+        else:
+            run.log("correct", f"correction for {original!r} matched no fact", "fallback")
+        with run.lock:
+            run.trace.corrections.append(record)
+        return record.fact is not None
+
+    def refuse_fix(self, run: Run, fact: Fact, fixed: str, propagated: bool) -> str | None:
+        """The `fix.` rule that refuses a fix for this fact, or None when it is a correction."""
+        if run.on("fix.restates") and normalise(fixed) == normalise(fact.text):
+            return "fix.restates"
+        if run.on("fix.rewords") and fixed and rewords(fact.text, fixed, run.trace.subject):
+            return "fix.rewords"
+        witness = fact.witness
+        if not propagated and fixed and witness is not None and witness.kept_by(fixed) and \
+                run.on("fix.keeps_contradicted"):
+            # "appointed Knight of the Thistle in 2009" -> "knighted in 2009": the year the
+            # quote contradicts is still there, so nothing was fixed.
+            return "fix.keeps_contradicted"
+        if propagated and not fixed and run.on("fix.propagated_delete"):
+            return "fix.propagated_delete"
+        if not fixed and run.on("fix.empty"):
+            # An empty fix says the corrector could not fix it, not that the fact is false
+            # beyond repair: the fact stays contradicted (and open for the retry).
+            return "fix.empty"
+        return None
