@@ -239,6 +239,17 @@ class _Progress:
             print(file=sys.stderr)
 
 
+def cost_line(usage, seconds: float) -> str:
+    """`26 LM calls, 19,782 prompt (12,004 from the engine's cache) + 1,416 completion tokens,
+    5 min 23 s`: what a run cost, for the end of `serc ask` / `serc correct`."""
+    cached = (f" ({usage.cached_prompt_tokens:,} from the engine's cache)"
+              if usage.cached_prompt_tokens else "")
+    minutes, rest = divmod(round(seconds), 60)
+    wall = f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
+    return (f"{usage.calls} LM calls, {usage.prompt_tokens:,} prompt{cached} + "
+            f"{usage.completion_tokens:,} completion tokens, {wall}")
+
+
 def run(args) -> int:
     import dspy
 
@@ -320,10 +331,9 @@ def run(args) -> int:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print(prediction.answer)
-        print(f"\n[{trace.syndrome.summary()}]", file=sys.stderr)
-        usage = trace.usage.total
-        print(f"[{usage.calls} LM calls, {usage.prompt_tokens} prompt + "
-              f"{usage.completion_tokens} completion tokens, {seconds:.1f}s]", file=sys.stderr)
+        if not args.quiet:
+            print(f"\n[{trace.syndrome.summary()}]", file=sys.stderr)
+            print(f"[{cost_line(trace.usage.total, seconds)}]", file=sys.stderr)
     if warning := trace.bound_warning():  # max_sentences: the rest was never checked
         print(f"[serc warning] {warning}", file=sys.stderr)
     for event in trace.errors:

@@ -108,7 +108,10 @@ def _report_usage(tracker: Any, record: Record, model: str) -> None:
     if not entries:  # served from DSPy's cache: a call, but no tokens spent
         record(model, StepUsage(calls=1, cached=1))
     for name, entry in entries:
+        details = entry.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         record(name, StepUsage(calls=1, prompt_tokens=int(entry.get("prompt_tokens") or 0),
+                               cached_prompt_tokens=int(cached or 0),
                                completion_tokens=int(entry.get("completion_tokens") or 0)))
 
 

@@ -144,6 +144,10 @@ class StepUsage(BaseModel):
     cancelled: int = 0
     cached: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens the engine served from its prompt cache (reported by llama.cpp, SGLang
+    and OpenAI as `prompt_tokens_details.cached_tokens`; 0 where an engine reports nothing):
+    `prompt_tokens - cached_prompt_tokens` is what the engine really processed."""
     completion_tokens: int = 0
 
     @property
@@ -156,6 +160,7 @@ class StepUsage(BaseModel):
         self.cancelled += other.cancelled
         self.cached += other.cached
         self.prompt_tokens += other.prompt_tokens
+        self.cached_prompt_tokens += other.cached_prompt_tokens
         self.completion_tokens += other.completion_tokens
 
 
