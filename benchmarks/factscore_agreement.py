@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dspy
 
-from serc_dspy.backends import lm_from_spec
+from serc_dspy.config import RunOptions, build_lm
 from serc_dspy.evaluation.metrics import FactScorer, UsageMeter
 from serc_dspy.retrieval.knowledge import KnowledgeSource
 
@@ -82,7 +82,7 @@ def main() -> None:
     facts, skipped = human_facts(args.labeled, knowledge)
     random.Random(args.seed).shuffle(facts)
     sample = facts[: args.limit]
-    lm = lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    lm = build_lm(RunOptions(lm=args.lm, max_tokens=args.max_tokens))
     scorer = FactScorer(knowledge, k=args.k)
     meter = UsageMeter()
     started = time.monotonic()

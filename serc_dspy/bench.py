@@ -15,18 +15,11 @@ Registered into the `serc` parser by `serc_dspy.cli`; it sits above both `evalua
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from serc_dspy.arguments import (
-    add_decoding_options,
-    add_rule_options,
-    decoding_options,
-    non_negative,
-    positive,
-    rule_switches,
-)
+from serc_dspy.arguments import non_negative, positive
+from serc_dspy.config import add_run_options
 from serc_dspy.errors import UserError
 
 
@@ -41,19 +34,10 @@ def register(subparsers) -> None:
     _register_compare(kinds)
 
 
-def _lm_options(parser) -> None:
-    parser.add_argument("--lm", default=None, help="LM spec (default: qwen1.5b)")
-    parser.add_argument("--max-tokens", type=positive, default=None,
-                        help="max new tokens per call (default: the model's)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _prompt_options(parser) -> None:
-    parser.add_argument("--frozen", action="store_true",
-                        help="SERC methods: the paper's frozen prompts, not the model's "
-                             "packaged compiled state")
-    add_rule_options(parser)
-    add_decoding_options(parser)
+def _method_run_options(parser, **kwargs) -> None:
+    """The shared run options of a benchmark that runs methods: each item brings its own
+    passages, so there is no retriever to choose."""
+    add_run_options(parser, method=True, workers_flag="--method-workers", **kwargs)
 
 
 def _ablate_options(parser) -> None:
@@ -62,17 +46,15 @@ def _ablate_options(parser) -> None:
                              "and report the paired difference of every figure (repeatable)")
 
 
-def _method_settings(args) -> dict:
-    """The same per-model run defaults as `serc run` (queries, evidence, passages...)."""
-    from serc_dspy.backends.spec import apply_run_defaults, run_defaults
+def _options(args):
+    """The run options, refusing a search rate: a benchmark searches each item's own passages
+    locally, never a web search."""
+    from serc_dspy.config import RunOptions
 
-    apply_run_defaults(args)
-    defaults = run_defaults(args.lm)
-    return {"top_k": defaults["top_k"], "context_chars": defaults["context_chars"],
-            "max_workers": defaults["workers"], "queries": defaults["queries"],
-            "evidence": defaults["evidence"], "verdicts": defaults["verdicts"],
-            **({"compiled": None} if getattr(args, "frozen", False) else {}),
-            **rule_switches(args), **decoding_options(args)}
+    options = RunOptions.from_args(args)
+    options.unused(["search_rate"], "each item is checked against its own passages, searched "
+                                    "locally")
+    return options
 
 
 def _checked_rules(ids: list[str]) -> list[str]:
@@ -80,12 +62,6 @@ def _checked_rules(ids: list[str]) -> list[str]:
 
     check_ids(ids)
     return list(dict.fromkeys(ids))
-
-
-def _build_lm(args):
-    from serc_dspy.evaluation.commands import _build_lm as build  # the one LM-from-flags helper
-
-    return build(args.lm, args.max_tokens)
 
 
 # -- noise ------------------------------------------------------------------------------------
@@ -114,20 +90,21 @@ def _register_noise(kinds) -> None:
                         "(default 0)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    _lm_options(p)
-    _prompt_options(p)
+    _method_run_options(p)
     _ablate_options(p)
     p.set_defaults(handler=noise_command)
 
 
 def noise_command(args) -> int:
+    from serc_dspy import config
     from serc_dspy.evaluation.benchmarks import noise_table, run_noise
     from serc_dspy.programs import get_method
 
     for method in args.method:
         get_method(method)
-    settings = _method_settings(args)
-    lm = _build_lm(args)
+    options = _options(args)
+    settings = config.method_options(options)
+    lm = config.build_lm(options)
     failed = []
 
     def on_run(method, k, summary):
@@ -138,7 +115,7 @@ def noise_command(args) -> int:
                          bios=args.bios, seed=args.seed, seeds=args.seeds,
                          ablate=_checked_rules(args.ablate), sentences=args.sentences,
                          include_lead=args.include_lead, offset=args.offset, lm=lm,
-                         progress=not args.quiet,
+                         progress=not options.quiet,
                          on_run=on_run, **settings)
     if args.json:
         print(json.dumps(combined, ensure_ascii=False))
@@ -184,45 +161,47 @@ def _register_factcheck(kinds) -> None:
                    help="also score the items the compiled state's demos were taken from")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    _lm_options(p)
-    _prompt_options(p)
+    _method_run_options(p, skip=["--evidence"])  # --evidence names the passages here
     _ablate_options(p)
     p.set_defaults(handler=factcheck_command)
 
 
-def _trained_state(args) -> dict | None:
-    """The compiled state SERC methods will run with (`compiled="auto"` for a named offline
-    model), whose demos may quote benchmark items."""
+def _trained_state(options) -> dict | None:
+    """The compiled state SERC methods will run with (`--compiled`, else `compiled="auto"`: a
+    named offline model's own), whose demos may quote benchmark items."""
     from serc_dspy.backends.models import MODELS
     from serc_dspy.backends.spec import offline_model_name
     from serc_dspy.states import read_compiled
 
-    name = offline_model_name(args.lm)
-    if getattr(args, "frozen", False) or name is None or not MODELS[name].compiled:
+    if options.compiled:
+        return read_compiled(options.compiled)
+    name = offline_model_name(options.lm)
+    if options.frozen or name is None or not MODELS[name].compiled:
         return None
     return read_compiled(MODELS[name].compiled)
 
 
 def factcheck_command(args) -> int:
+    from serc_dspy import config
     from serc_dspy.evaluation.factcheck import packaged_labels
     from serc_dspy.evaluation.factcheck_bench import factcheck_table, run_factcheck
     from serc_dspy.programs import get_method
 
     for method in args.method:
         get_method(method)
-    settings = _method_settings(args)
-    lm = _build_lm(args)
-    judge_lm = lm if args.judge_lm is None else _build_lm(
-        argparse.Namespace(lm=args.judge_lm, max_tokens=args.max_tokens))
+    options = _options(args)
+    settings = config.method_options(options)
+    lm = config.build_lm(options)
+    judge_lm = lm if args.judge_lm is None else config.build_lm(options, args.judge_lm)
     labels = None if (args.judge_labels or "").lower() == "none" else \
         (args.judge_labels or packaged_labels())
     failed = []
     report = run_factcheck(
         args.data, args.out, methods=args.method, items=args.items, offset=args.offset,
         evidence_kind=args.evidence, lm=lm, judge_lm=judge_lm, labels=labels,
-        trained_state=_trained_state(args), include_trained=args.include_trained,
+        trained_state=_trained_state(options), include_trained=args.include_trained,
         ablate=_checked_rules(args.ablate),
-        progress=not args.quiet,
+        progress=not options.quiet,
         on_run=lambda method, s: s.failed and failed.append(f"{method}: {s.failed} failed"),
         **settings)
     if report["excluded_as_trained"]:
@@ -280,19 +259,20 @@ def _register_halueval(kinds) -> None:
     p.add_argument("--method", default="serc", help="a registered method (default serc)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    _lm_options(p)
-    _prompt_options(p)
+    _method_run_options(p)
     p.set_defaults(handler=halueval_command)
 
 
 def halueval_command(args) -> int:
+    from serc_dspy import config
     from serc_dspy.evaluation.benchmarks import run_halueval
     from serc_dspy.programs import get_method
 
     get_method(args.method)
-    settings = _method_settings(args)
+    options = _options(args)
+    settings = config.method_options(options)
     summary = run_halueval(args.data, args.out, method=args.method, limit=args.limit,
-                           lm=_build_lm(args), progress=not args.quiet, **settings)
+                           lm=config.build_lm(options), progress=not options.quiet, **settings)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -336,29 +316,31 @@ def _register_stages(kinds) -> None:
     p.add_argument("--compiled", help="a compiled state to evaluate instead of the frozen prompts")
     p.add_argument("--out", help="write the table and a JSON summary to this folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    _lm_options(p)
+    add_run_options(p)
     p.set_defaults(handler=stages_command)
 
 
 def stages_command(args) -> int:
+    from serc_dspy import config
     from serc_dspy.stage_bench import run_stages, stages_table
 
-    if args.lm is None:
-        from serc_dspy.backends.spec import DEFAULT_LM
-
-        args.lm = DEFAULT_LM
+    options = config.RunOptions.from_args(args)
+    options.unused(["deadline", "stage_lms", "search_rate"],
+                   "serc bench stages calls each stage's predictor on its own, with --lm; no "
+                   "method runs and nothing is searched")
     if args.pairs:
         from serc_dspy.stage_bench import run_pair_stages
 
         summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
-                                  seed=args.seed, lm=_build_lm(args), compiled=args.compiled,
-                                  out=args.out, progress=not args.quiet)
+                                  seed=args.seed, lm=config.build_lm(options),
+                                  compiled=args.compiled, out=args.out,
+                                  progress=not options.quiet)
     elif "verify_agree" in (args.stage or []):
         raise UserError("verify_agree is scored on unseen stance pairs: add --pairs N")
     else:
         summary = run_stages(args.data, stages=args.stage, dev=args.dev, seed=args.seed,
-                             offset=args.offset, lm=_build_lm(args), compiled=args.compiled,
-                             out=args.out, progress=not args.quiet)
+                             offset=args.offset, lm=config.build_lm(options),
+                             compiled=args.compiled, out=args.out, progress=not options.quiet)
     print(json.dumps(summary) if args.json else stages_table(summary), end="\n" if args.json
           else "")
     bad = [f"{stage}: {s['error']}" if "error" in s else f"{stage}: every example failed"

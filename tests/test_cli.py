@@ -41,7 +41,7 @@ def _handlers():
 @pytest.fixture
 def scripted(monkeypatch):
     lm, engine = scripted_lm(_handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     return engine
 
 
@@ -59,7 +59,7 @@ def test_a_fallback_run_warns_that_the_answer_is_unchanged(monkeypatch, capsys):
     lm, _ = scripted_lm({**_handlers(), "QuoteAndJudge": lambda i: {"quote": "",
                                                                    "verdict": "NOT_FOUND"},
                          "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
                  "--rule=-agree.not_found"])
     captured = capsys.readouterr()
@@ -121,7 +121,7 @@ def test_no_retrieval_needs_no_corpus(monkeypatch, capsys):
     handlers = _handlers()
     handlers["ParametricEvidence"] = lambda i: {"evidence": "Born in Warsaw."}
     lm, engine = scripted_lm(handlers)
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     assert main(["ask", "Tell me a bio of Marie Curie.", "--no-retrieval", "--quiet"]) == 0
     assert engine.of("ParametricEvidence") and not engine.of("EvidenceSummary")
 
@@ -130,8 +130,8 @@ def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, 
     main_lm, main_engine = scripted_lm(_handlers(), name="generator")
     verify_lm, verify_engine = scripted_lm(_handlers(), name="verifier")
     specs = {"qwen1.5b": main_lm, "openai/verifier": verify_lm}
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda spec, **k: specs[spec])
-    monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: specs[spec])
+    monkeypatch.setattr("serc_dspy.config.build_lm",
+                        lambda options, spec=None: specs[spec or options.lm])
     code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
                  "--stage-lm", "verify=openai/verifier", "--json", "--quiet"])
     payload = json.loads(capsys.readouterr().out)
@@ -145,7 +145,7 @@ def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, 
 
 def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):
     lm, _ = scripted_lm(_handlers())
-    monkeypatch.setattr("serc_dspy.backends.spec.lm_from_spec", lambda spec, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["ask", "q", "--corpus", str(EXAMPLES / "corpus"), "--stage-lm", "verfy=local"])
     assert code == 2 and "unknown key(s) ['verfy']" in capsys.readouterr().err
 

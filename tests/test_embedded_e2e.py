@@ -72,7 +72,7 @@ def test_cli_correct_prints_the_json_document(lm, tmp_path, capsys, monkeypatch)
     draft = tmp_path / "draft.txt"
     draft.write_text(DRAFT, encoding="utf-8")
     trace_file = tmp_path / "trace.json"
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     # `--verdicts check`: a verdict without a quote field, which SmolLM2 cannot run away in;
     # whether its cited quotes stay under their bound varies with llama.cpp's batching, and a
     # run in which every check failed rightly exits 1 and prints nothing.

@@ -83,18 +83,6 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
     raise BackendError(f"unknown LM spec {spec!r}; {LM_FORMS}")
 
 
-def parse_stage_lms(items: list[str], **settings: Any) -> dict[str, dspy.LM]:
-    """`["verify=openai/gpt-4o", ...]` -> {"verify": LM}; the keys (stages or predictor
-    names) are checked by the program."""
-    lms: dict[str, dspy.LM] = {}
-    for item in items or []:
-        stage, sep, spec = item.partition("=")
-        if not sep or not stage or not spec:
-            raise BackendError(f"--stage-lm needs STAGE=SPEC, got {item!r}")
-        lms[stage.strip()] = lm_from_spec(spec, **settings)
-    return lms
-
-
 # The paper's settings, used for any LM that is not a named offline model.
 PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 8,
                   "queries": "lm", "evidence": "summary", "verdicts": "check"}
@@ -111,12 +99,3 @@ def run_defaults(spec: str | None) -> dict[str, Any]:
         return dict(PAPER_DEFAULTS)
     model = MODELS[named]
     return {**PAPER_DEFAULTS, "workers": model.n_parallel, **model.cpu_defaults}
-
-
-def apply_run_defaults(args, spec_attr: str = "lm") -> None:
-    """Fill every run setting the user left unset (None) on an argparse namespace."""
-    if getattr(args, spec_attr, None) is None:
-        setattr(args, spec_attr, DEFAULT_LM)
-    for name, value in run_defaults(getattr(args, spec_attr)).items():
-        if hasattr(args, name) and getattr(args, name) is None:
-            setattr(args, name, value)

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from serc_dspy.config import RunOptions, add_run_options
 from serc_dspy.errors import DecodingFailed, UserError
 
 
@@ -55,9 +56,6 @@ def register(subparsers) -> None:
                          help="--stage serc: errors planted per bio (default 2)")
     command.add_argument("--out", required=True, metavar="PATH",
                          help="where to save the compiled state (.json)")
-    command.add_argument("--lm", default=None,
-                         help="LM spec (default qwen1.5b; smollm2, local=PATH.gguf, ...)")
-    command.add_argument("--max-tokens", type=int, default=512, help="max new tokens per call")
     command.add_argument("--demos", type=int, default=DEFAULT_DEMOS, metavar="K",
                          help=f"few-shot demos per predictor (default {DEFAULT_DEMOS})")
     command.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=True,
@@ -67,12 +65,12 @@ def register(subparsers) -> None:
     command.add_argument("--threads", type=int, default=1,
                          help="parallel evaluation threads (the embedded model serialises "
                               "calls anyway)")
-    command.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_run_options(command)
     command.set_defaults(handler=run_compile)
 
 
 def _check_args(args) -> Path:
-    for name in ("train", "dev", "demos", "threads", "max_tokens"):
+    for name in ("train", "dev", "demos", "threads"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got "
                             f"{getattr(args, name)}")
@@ -94,18 +92,20 @@ def _fmt(score) -> str:
 
 
 def run_compile(args) -> int:
-    from serc_dspy.backends import lm_from_spec
-    from serc_dspy.backends.spec import DEFAULT_LM
+    from serc_dspy import config
     from serc_dspy.compiling.compile import STAGES, load_stage_data, save_results
 
-    args.lm = args.lm or DEFAULT_LM
+    options = RunOptions.from_args(args)
     out = _check_args(args)
     if args.stage == "serc":
-        return _compile_program(args, out)
+        return _compile_program(args, options, out)
+    options.unused(["deadline", "stage_lms", "search_rate"],
+                   f"--stage {args.stage} compiles single predictors, each called on its own "
+                   "with --lm; they bound a whole program (--stage serc)")
     stages = list(STAGES) if args.stage == "all" else [args.stage]
 
     def log(message: str) -> None:
-        if not args.quiet:
+        if not options.quiet:
             print(f"[compile {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
                   flush=True)
 
@@ -122,13 +122,13 @@ def run_compile(args) -> int:
         if counts["train"] < args.train or counts["dev"] < args.dev:
             log(f"{stage}: fewer examples than asked for ({args.train} train / {args.dev} dev)")
 
-    lm = lm_from_spec(args.lm, max_tokens=args.max_tokens)
+    lm = config.build_lm(options)
     evaluate_logger = logging.getLogger("dspy.evaluate.evaluate")
     level = evaluate_logger.level
-    if args.quiet:  # dspy.Evaluate logs each average at INFO; the scores are printed anyway
+    if options.quiet:  # dspy.Evaluate logs each average at INFO; the scores are printed anyway
         evaluate_logger.setLevel(logging.WARNING)
     try:
-        results = _compile_all(args, stages, splits, lm, log)
+        results = _compile_all(args, options, stages, splits, lm, log)
     finally:
         evaluate_logger.setLevel(level)
     total = time.monotonic() - started
@@ -138,8 +138,8 @@ def run_compile(args) -> int:
                              f"{', '.join(r.stage for r in dead)}; nothing was saved (is the LM "
                              "reachable and does it return parseable output?)")
     meta = {
-        "command": "serc " + " ".join(shlex.quote(a) for a in _argv(args)),
-        "lm": args.lm,
+        "command": "serc " + " ".join(shlex.quote(a) for a in _argv(args, options)),
+        "lm": options.lm,
         "optimizer": args.optimizer,
         "train": args.train,
         "dev": args.dev,
@@ -153,16 +153,16 @@ def run_compile(args) -> int:
     return 0
 
 
-def _compile_program(args, out: Path) -> int:
+def _compile_program(args, options: RunOptions, out: Path) -> int:
     """`--stage serc`: the whole program, scored by the planted-error metric."""
-    from serc_dspy.backends import lm_from_spec
-    from serc_dspy.backends.spec import run_defaults
+    from serc_dspy import config
     from serc_dspy.compiling.program import compile_program, load_program_data, save_program
+    from serc_dspy.retrieval.factory import maybe_cached
 
     started = time.monotonic()
 
     def log(message: str) -> None:
-        if not args.quiet:
+        if not options.quiet:
             print(f"[compile {time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
                   flush=True)
 
@@ -172,14 +172,17 @@ def _compile_program(args, out: Path) -> int:
                                          seed=args.seed, errors=args.errors)
     log(f"serc: {split.counts['examples']} drafts with {args.errors} planted errors from "
         f"{split.counts['source']}; {len(split.train)} train / {len(split.dev)} dev bios")
-    defaults = run_defaults(args.lm)
-    options = {key: defaults[key] for key in ("top_k", "context_chars", "queries", "evidence",
-                                              "verdicts")}
-    lm = lm_from_spec(args.lm, max_tokens=args.max_tokens)
-    result = compile_program(split, retriever, lm=lm, optimizer=args.optimizer,
-                             demos=args.demos, num_threads=args.threads, seed=args.seed,
-                             program_options=options,
-                             display_progress=not args.quiet and sys.stderr.isatty(), log=log)
+    settings = config.method_options(options)
+    # the saved state records the options that shape its demos; the bounds only limit the run
+    recorded = {key: settings[key] for key in ("top_k", "context_chars", "queries", "evidence",
+                                               "verdicts")}
+    bounds = {key: settings[key] for key in ("deadline_s", "lms") if key in settings}
+    lm = config.build_lm(options)
+    result = compile_program(split, maybe_cached(retriever, None, options.search_rate), lm=lm,
+                             optimizer=args.optimizer, demos=args.demos,
+                             num_threads=args.threads, seed=args.seed,
+                             program_options={**recorded, **bounds},
+                             display_progress=not options.quiet and sys.stderr.isatty(), log=log)
     print(f"stage serc (every predictor), optimizer {args.optimizer}: {len(split.train)} train "
           f"/ {len(split.dev)} dev bios, demos {result.demos() or 'none'}")
     print(f"  dev before: {_fmt(result.before)}")
@@ -189,16 +192,16 @@ def _compile_program(args, out: Path) -> int:
         raise DecodingFailed("every dev decoding failed; nothing was saved (is the LM "
                              "reachable and does it return parseable output?)")
     total = time.monotonic() - started
-    meta = {"command": "serc " + " ".join(shlex.quote(a) for a in _argv(args)),
-            "lm": args.lm, "optimizer": args.optimizer, "train": args.train, "dev": args.dev,
-            "demos": args.demos, "errors": args.errors, "seed": args.seed,
-            "program_options": options, "seconds": round(total, 1)}
+    meta = {"command": "serc " + " ".join(shlex.quote(a) for a in _argv(args, options)),
+            "lm": options.lm, "optimizer": args.optimizer, "train": args.train,
+            "dev": args.dev, "demos": args.demos, "errors": args.errors, "seed": args.seed,
+            "program_options": recorded, "seconds": round(total, 1)}
     path = save_program(result, out, meta)
     print(f"saved {path} ({total:.0f}s in all)")
     return 0
 
 
-def _compile_all(args, stages, splits, lm, log) -> list:
+def _compile_all(args, options: RunOptions, stages, splits, lm, log) -> list:
     from serc_dspy.compiling.compile import compile_stage, get_stage
 
     results = []
@@ -206,7 +209,7 @@ def _compile_all(args, stages, splits, lm, log) -> list:
         spec = get_stage(stage)
         result = compile_stage(stage, splits[stage], lm=lm, optimizer=args.optimizer,
                                demos=args.demos, num_threads=args.threads, seed=args.seed,
-                               display_progress=not args.quiet and sys.stderr.isatty(),
+                               display_progress=not options.quiet and sys.stderr.isatty(),
                                log=log)
         results.append(result)
         print(f"stage {stage} ({spec.predictor}), optimizer {args.optimizer}: "
@@ -218,13 +221,13 @@ def _compile_all(args, stages, splits, lm, log) -> list:
     return results
 
 
-def _argv(args) -> list[str]:
+def _argv(args, options: RunOptions) -> list[str]:
     """The command line that reproduces this run (data and output paths as given)."""
     argv = ["compile", "--stage", args.stage, "--optimizer", args.optimizer,
             "--train", str(args.train), "--dev", str(args.dev), "--demos", str(args.demos),
-            "--data", str(args.data), "--out", str(args.out), "--lm", args.lm]
-    if args.max_tokens != 512:
-        argv += ["--max-tokens", str(args.max_tokens)]
+            "--data", str(args.data), "--out", str(args.out), "--lm", options.lm]
+    if options.max_tokens != 512:
+        argv += ["--max-tokens", str(options.max_tokens)]
     if not args.balanced:
         argv.append("--no-balanced")
     if args.stage == "serc":

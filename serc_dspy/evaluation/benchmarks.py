@@ -125,10 +125,9 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
 
 def accepts_rules(method: str) -> bool:
     """Whether a registered method takes `rules=` (the SERC family)."""
-    from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, get_method
-    from serc_dspy.programs.serc import SERC
+    from serc_dspy.programs.registry import get_method
 
-    return "rules" in SERC_ONLY_OPTIONS and get_method(method).program is SERC
+    return get_method(method).accepts("rules")
 
 
 def with_rules_off(options: dict[str, Any], off: dict[str, bool]) -> dict[str, Any]:

@@ -18,10 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from serc_dspy.arguments import add_rule_options, non_negative, positive, rule_switches
+from serc_dspy.arguments import non_negative, positive
+from serc_dspy.config import DEFAULT_LM, add_run_options
 from serc_dspy.errors import UserError, redact
-
-DEFAULT_LM = None  # the offline default model (qwen1.5b); see backends/spec.py
 
 
 def register(subparsers) -> None:
@@ -32,20 +31,12 @@ def register(subparsers) -> None:
 
 
 # -- shared helpers -----------------------------------------------------------------------
-def _build_lm(spec: str, max_tokens: int):
-    from serc_dspy.backends import lm_from_spec
+def _judge_lm(spec: str, args):
+    """An evaluator or judge LM (`--evaluator-lm`, `--judge-lm`), built by the one builder."""
+    from serc_dspy import config
 
-    return lm_from_spec(spec, max_tokens=max_tokens)
-
-
-
-
-def _open_knowledge(path: str):
-    from serc_dspy.retrieval.knowledge import KnowledgeSource
-
-    if not Path(path).exists():
-        raise UserError(f"knowledge source not found: {path}")
-    return KnowledgeSource.open(path)
+    return config.build_lm(config.RunOptions(lm=spec, max_tokens=args.max_tokens,
+                                             quiet=args.quiet))
 
 
 def _fmt(value: Any, spec: str = ".4f") -> str:
@@ -66,70 +57,18 @@ def _register_run(subparsers) -> None:
                                       "of bio items (matched by topic)")
     run.add_argument("--limit", type=non_negative, help="only the first N items")
     run.add_argument("--out", required=True, help="results file, e.g. results/RUN.jsonl")
-    source = run.add_mutually_exclusive_group()
-    source.add_argument("--corpus", help="retrieve from a local corpus (folder, .txt/.md, .jsonl)")
-    source.add_argument("--knowledge", help="retrieve from a knowledge source (FActScore-style "
-                                            "SQLite .db or a {title: text} .json)")
-    source.add_argument("--search", choices=["tavily"],
-                        help="web search (the paper's Tavily settings; key from TAVILY_API_KEY)")
-    run.add_argument("--dense", action="store_true",
-                     help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid; the "
-                          "embed extra)")
-    run.add_argument("--cache", metavar="FILE",
-                     help="cache retrieval results in this SQLite file (reruns are offline)")
-    run.add_argument("--lm", default=DEFAULT_LM, help="LM spec (default: qwen1.5b)")
-    run.add_argument("--max-tokens", type=positive, default=None,
-                     help="max new tokens per call (default: the model's, else 512)")
     run.add_argument("--workers", type=positive, default=1, help="items run concurrently")
-    run.add_argument("--method-workers", type=positive, default=None,
-                     help="concurrent calls inside one item (default: the engine's slots)")
-    run.add_argument("--top-k", type=positive, default=None,
-                     help="passages per query (default: the model's CPU default, else 8)")
-    run.add_argument("--context-chars", type=positive, default=None,
-                     help="cap on retrieved context per query (default: the model's, else 20000)")
-    add_rule_options(run)
-    run.add_argument("--frozen", action="store_true",
-                     help="SERC methods: the paper's frozen prompts, not the model's packaged "
-                          "compiled state")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_options(run, retrieval=True, method=True, workers_flag="--method-workers")
     run.set_defaults(handler=run_command)
 
 
-def _retriever(args, needs: bool):
-    from serc_dspy.retrieval.factory import (
-        DENSE_NEEDS_CORPUS,
-        local_corpus,
-        maybe_cached,
-        web_search,
-    )
-
-    if args.dense and not args.corpus:
-        raise UserError(DENSE_NEEDS_CORPUS)
-    if args.corpus:
-        retriever = local_corpus(args.corpus, dense=args.dense)
-    elif args.knowledge:
-        retriever = _open_knowledge(args.knowledge)
-    elif args.search:
-        retriever = web_search(args.search)
-    elif needs:
-        raise UserError(f"method {args.method} needs a retriever: pass --knowledge DB_OR_JSON, "
-                        "--corpus PATH or --search tavily")
-    else:
-        return None
-    return maybe_cached(retriever, args.cache)
-
-
 def run_command(args) -> int:
-    from serc_dspy.backends.spec import apply_run_defaults, run_defaults
+    from serc_dspy import config
     from serc_dspy.evaluation.datasets import load_dataset
     from serc_dspy.evaluation.runner import file_sha256, run_experiment
-    from serc_dspy.programs import get_method
 
-    apply_run_defaults(args)
-    defaults = run_defaults(args.lm)
-    if args.method_workers is None:
-        args.method_workers = defaults["workers"]
-    method = get_method(args.method)
+    options = config.RunOptions.from_args(args)
+    config.checked_method(options, args.method)
     items = load_dataset(args.dataset, args.dataset_path, drafts=args.drafts)
     if args.limit is not None:
         items = items[: args.limit]
@@ -137,20 +76,17 @@ def run_command(args) -> int:
     if missing:
         print(f"serc: warning: {missing} of {len(items)} items have no draft in {args.drafts}; "
               "they will be generated", file=sys.stderr)
-    retriever = _retriever(args, method.needs_retriever)
-    lm = _build_lm(args.lm, args.max_tokens)
+    retriever = config.build_retriever(options, args.method)
+    settings = config.method_options(options)
+    lm = config.build_lm(options)
     summary = run_experiment(
         args.method, items, args.out, retriever=retriever, lm=lm, workers=args.workers,
-        limit=args.limit, progress=not args.quiet, dataset=args.dataset,
+        limit=args.limit, progress=not options.quiet, dataset=args.dataset,
         meta={"dataset_path": str(args.dataset_path),
               "dataset_sha256": file_sha256(args.dataset_path), "drafts": args.drafts,
-              "drafts_sha256": file_sha256(args.drafts), "lm_spec": args.lm,
-              "max_tokens": args.max_tokens},
-        top_k=args.top_k, context_chars=args.context_chars, max_workers=args.method_workers,
-        queries=defaults["queries"], evidence=defaults["evidence"],
-        verdicts=defaults["verdicts"],
-        **({"compiled": None} if args.frozen else {}),
-        **rule_switches(args),
+              "drafts_sha256": file_sha256(args.drafts), "lm_spec": options.lm,
+              "max_tokens": options.max_tokens},
+        **settings,
     )
     print(f"{args.method} on {args.dataset}: {summary.completed} run "
           f"({summary.failed} failed), {summary.skipped} already done, "
@@ -196,8 +132,10 @@ def eval_command(args) -> int:
     if args.metric == "factscore":
         if not args.knowledge:
             raise UserError("--metric factscore needs --knowledge DB_OR_JSON")
-        knowledge = _open_knowledge(args.knowledge)
-        lm = _build_lm(args.evaluator_lm, args.max_tokens)
+        from serc_dspy.retrieval.factory import knowledge_source
+
+        knowledge = knowledge_source(args.knowledge)
+        lm = _judge_lm(args.evaluator_lm, args)
         summary = score_factscore(args.results, knowledge, length_penalty=args.length_penalty,
                                   gamma=args.gamma, k=args.k, attempts=args.attempts,
                                   workers=args.workers, progress=not args.quiet, lm=lm)
@@ -214,7 +152,7 @@ def eval_command(args) -> int:
         raise UserError("--metric truthfulqa needs --dataset-path TruthfulQA.csv")
     items = load_truthfulqa(args.dataset_path)
     specs = list(dict.fromkeys(args.judge_lm or [args.evaluator_lm]))
-    judges = [_build_lm(spec, args.max_tokens) for spec in specs]
+    judges = [_judge_lm(spec, args) for spec in specs]
     summary = score_truthfulqa(args.results, items, judges=judges, attempts=args.attempts,
                                workers=args.workers, progress=not args.quiet)
     print(f"TruthfulQA accuracy {_fmt(summary['accuracy'], '.3f')}, mean score "

@@ -33,6 +33,16 @@ def local_corpus(path: str | Path, *, dense: bool = False):
     return LocalCorpus(path, dense=dense)
 
 
+def knowledge_source(path: str | Path):
+    """The `KnowledgeSource` at `path` (`--knowledge`: a FActScore-style SQLite .db or a
+    {title: text} .json)."""
+    from serc_dspy.retrieval.knowledge import KnowledgeSource
+
+    if not Path(path).exists():
+        raise UserError(f"knowledge source not found: {path}")
+    return KnowledgeSource.open(path)
+
+
 def maybe_cached(retriever, cache: str | Path | None, rate: float | None = None):
     """Wrap `retriever` in a rate limit (`rate` searches per second) when given, then in the
     on-disk cache when a cache file is given (cache hits are never throttled)."""

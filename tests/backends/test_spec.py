@@ -5,7 +5,6 @@ import json
 import pytest
 
 from serc_dspy.backends import BackendError, lm_from_spec
-from serc_dspy.backends.spec import parse_stage_lms
 
 
 def test_named_offline_models_and_local_paths():
@@ -56,10 +55,3 @@ def test_bad_specs_list_the_accepted_forms(spec):
 def test_server_url_must_be_http():
     with pytest.raises(BackendError, match="http://"):
         lm_from_spec("sglang=localhost:30000#m")
-
-
-def test_stage_lms():
-    lms = parse_stage_lms(["verify=openai/gpt-4o", "polish=smollm2"])
-    assert lms["verify"].model == "openai/gpt-4o" and set(lms) == {"verify", "polish"}
-    with pytest.raises(BackendError, match="STAGE=SPEC"):
-        parse_stage_lms(["verify"])

@@ -98,7 +98,7 @@ def test_on_error_raise_raises_decoding_failed():
 def test_the_cli_exits_non_zero_on_a_dead_lm_and_prints_no_answer(monkeypatch, capsys,
                                                                   tmp_path):
     lm, _ = dead_lm()
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     draft = tmp_path / "d.txt"
     draft.write_text(DRAFT)
     code = main(["correct", "--question", QUESTION, "--draft", str(draft), "--corpus",
@@ -277,7 +277,7 @@ def test_a_lone_surrogate_in_a_corpus_cannot_break_the_trace(tmp_path, capsys, m
     prediction, _ = decode(program=SERC(retriever=LocalCorpus(corpus)))
     assert Trace.from_json(prediction.trace.to_json()) == prediction.trace
     lm, _ = scripted_lm(handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["ask", QUESTION, "--corpus", str(corpus), "--quiet", "--trace",
                  str(tmp_path / "t.json")])
     assert code == 0 and (tmp_path / "t.json").stat().st_size > 0
@@ -356,7 +356,7 @@ def test_a_second_writer_of_one_results_file_is_refused(tmp_path):
     (["--compiled", ""], "--compiled is empty"),
 ])
 def test_bad_cli_options_fail_before_any_work(argv, message, monkeypatch, capsys):
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec",
+    monkeypatch.setattr("serc_dspy.config.build_lm",
                         lambda *a, **k: pytest.fail("the LM was built"))
     try:
         code = main(["ask", QUESTION, "--corpus", str(EXAMPLES / "corpus"), *argv])
@@ -368,7 +368,7 @@ def test_bad_cli_options_fail_before_any_work(argv, message, monkeypatch, capsys
 def test_deeply_nested_json_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("[" * 100_000 + "]" * 100_000 + "\n")
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: None)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: None)
     code = main(["ask", QUESTION, "--corpus", str(corpus)])
     err = capsys.readouterr().err
     assert code == 2 and "nested too deeply" in err and len(err.strip().splitlines()) == 1

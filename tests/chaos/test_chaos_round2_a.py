@@ -287,7 +287,7 @@ def _under_a_file(tmp_path):
 def test_cli_leftovers_are_one_line_usage_errors(argv, message, monkeypatch, capsys,
                                                  tmp_path):
     lm, engine = scripted_lm(handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(argv(tmp_path))
     err = capsys.readouterr().err
     assert code == 2, err
@@ -352,7 +352,7 @@ def test_an_lm_that_returns_empty_output_is_a_failure_not_no_information(monkeyp
     empty = handlers(AnswerQuestion=lambda i: {"answer": ""},
                      GroundedAnswer=lambda i: {"answer": ""})
     lm, _ = scripted_lm(empty)
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     trace_file = tmp_path / "t.json"
     code = main(["ask", QUESTION, "--corpus", CORPUS, "--quiet", "--trace", str(trace_file)])
     captured = capsys.readouterr()
@@ -367,6 +367,6 @@ def test_an_lm_that_returns_empty_output_is_a_failure_not_no_information(monkeyp
     # A refusal is an answer: no information (exit 0), not a failure.
     refusal, _ = scripted_lm(handlers(AnswerQuestion=lambda i: {"answer": "I cannot answer."},
                                       GroundedAnswer=lambda i: {"answer": ""}))
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: refusal)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: refusal)
     code = main(["ask", QUESTION, "--corpus", CORPUS, "--quiet", "--trace", str(trace_file)])
     assert code == 0 and json.loads(trace_file.read_text())["status"] == "no_info"

@@ -225,7 +225,7 @@ def test_a_deadline_passed_before_splitting_means_no_splitting(monkeypatch, caps
                AnswerEntity=slow_entity)
 
     lm, _ = scripted_lm(handlers(AnswerEntity=slow_entity))
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     draft = tmp_path / "d.txt"
     draft.write_text(DRAFT)
     capsys.readouterr()
@@ -252,7 +252,7 @@ def test_an_oversized_draft_is_refused_before_any_splitting(monkeypatch, capsys,
     draft = tmp_path / "huge.txt"
     draft.write_text(huge)
     lm, engine = scripted_lm(handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["correct", "--question", QUESTION, "--draft", str(draft), "--corpus",
                  str(EXAMPLES / "corpus"), "--quiet"])
     captured = capsys.readouterr()
@@ -305,7 +305,7 @@ def test_the_cli_warns_that_a_bounded_draft_was_not_fully_checked(json_output, m
     monkeypatch.setattr(programs, "build_method",
                         lambda *a, **k: build(*a, **{**k, "max_sentences": 3}))
     lm, _ = scripted_lm(handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     draft = tmp_path / "d.txt"
     draft.write_text(LONG_DRAFT)
     code = main(["correct", "--question", QUESTION, "--draft", str(draft), "--corpus",

@@ -46,7 +46,7 @@ def _handlers():
 @pytest.fixture
 def engine(monkeypatch):
     lm, engine = demo_lm(_handlers())
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     return engine
 
 

@@ -87,7 +87,7 @@ def test_compile_all_stages_into_one_serc_state(tmp_path):
 @pytest.fixture
 def scripted_cli(monkeypatch):
     lm, engine = demo_lm()
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     return engine
 
 
@@ -182,7 +182,7 @@ def test_cli_compile_fails_and_saves_nothing_when_every_dev_example_fails(monkey
         raise ConnectionRefusedError("connection refused")
 
     lm, _ = scripted_lm({"JudgeFact": refuse})
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     root = make_data_dir(tmp_path)
     out = tmp_path / "verify.json"
     code = main(["compile", "--stage", "verify", "--optimizer", "labeled", "--train", "3",

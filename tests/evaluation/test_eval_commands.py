@@ -66,13 +66,13 @@ def lms(monkeypatch):
     table = {"qwen1.5b": handlers(), "judge-a": judge(9), "judge-b": judge(6),
              "judge-myth": judge(9, misconception=True)}
 
-    def factory(spec, **kwargs):
-        spec = spec or "qwen1.5b"  # the default LM
+    def factory(options, spec=None):
+        spec = spec or options.lm  # --lm, or an --evaluator-lm / --judge-lm spec
         if spec not in made:
             made[spec] = scripted_lm({**table["qwen1.5b"], **table[spec]}, name=spec)
         return made[spec][0]
 
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", factory)
+    monkeypatch.setattr("serc_dspy.config.build_lm", factory)
     return made
 
 

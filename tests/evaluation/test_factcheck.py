@@ -230,7 +230,7 @@ def _handlers():
 def test_bench_factcheck_runs_end_to_end_and_compares(tmp_path, monkeypatch, capsys):
     data = _data(tmp_path)
     lm, engine = scripted_lm(_handlers())
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     out = tmp_path / "fc"
     argv = ["bench", "factcheck", "--data", str(data), "--method", "initial", "--method",
             "serc", "--lm", "openai=http://x/v1#m", "--out", str(out), "--quiet", "--json",

@@ -261,7 +261,7 @@ def test_bench_noise_runs_end_to_end_and_writes_the_table_and_the_waterfall(
     drafts = {d.question: d for k in (0, 2)
               for d in make_drafts(load_articles(ARTICLES), bios=2, errors=k)}
     lm, engine = scripted_lm(_noise_handlers(drafts))
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     out = tmp_path / "noise"
     argv = ["bench", "noise", "--articles", str(articles_path), "--bios", "2", "--errors", "0",
             "2", "--method", "initial", "--method", "serc", "--lm", "openai=http://x/v1|m",
@@ -331,7 +331,7 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
         # Drafts under 50 characters take SERC's cold start: answer from the context alone.
         GroundedAnswer=lambda i: {"answer": "Paris" if "Eiffel" in i["question"] else "Japan"})
     lm, _ = scripted_lm(handlers)
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     assert main(["bench", "halueval", "--data", str(data), "--limit", "2", "--out",
                  str(tmp_path / "h"), "--quiet", "--json", "--lm", "openai=http://x/v1|m"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -353,7 +353,7 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
 def test_bench_bad_input_is_one_clear_line(tmp_path, monkeypatch, capsys, argv, message):
     articles = tmp_path / "a.json"
     articles.write_text(json.dumps(ARTICLES), encoding="utf-8")
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: None)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: None)
     argv = [str(articles) if a == "ARTICLES" else a for a in argv]
     assert main(["bench", *argv, "--out", str(tmp_path / "o"), "--lm", "openai=http://x/v1|m"]
                 if argv[0] != "stages" else ["bench", *argv]) == 2
@@ -365,7 +365,7 @@ def _compile_serc(tmp_path, monkeypatch, handlers):
     articles_path = tmp_path / "articles.json"
     articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
     lm, engine = scripted_lm(handlers)
-    monkeypatch.setattr("serc_dspy.backends.lm_from_spec", lambda *a, **k: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     out = tmp_path / "serc.json"
     code = main(["compile", "--stage", "serc", "--optimizer", "bootstrap", "--train", "1",
                  "--dev", "1", "--demos", "1", "--errors", "2", "--data", str(articles_path),
@@ -416,7 +416,7 @@ def test_bench_noise_pools_several_seeds_on_the_same_bios(tmp_path, monkeypatch,
     articles_path = tmp_path / "articles.json"
     articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
     lm, _ = scripted_lm({})
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     out = tmp_path / "seeds"
     assert main(["bench", "noise", "--articles", str(articles_path), "--bios", "2", "--errors",
                  "2", "--seeds", "0", "1", "--method", "initial", "--out", str(out), "--quiet",

@@ -60,7 +60,7 @@ def test_bench_stages_prints_one_row_per_stage(tmp_path, monkeypatch, capsys):
         "SameEntity": lambda i: {"analysis": "", "same": "NO"},
     }
     lm, engine = scripted_lm(handlers)
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     assert main(["bench", "stages", "--data", str(SHARED_DATA), "--dev", "6", "--json",
                  "--out", str(tmp_path), "--lm", "openai=http://x/v1|m"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -85,7 +85,7 @@ def test_a_stage_too_small_for_the_offset_is_reported_and_the_rest_still_run(
         tmp_path, monkeypatch, capsys):
     lm, _ = scripted_lm({"JudgeFact": lambda i: {"verdict": "NOT_FOUND"},
                          "CorrectFacts": lambda i: {"corrections": []}})
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["bench", "stages", "--data", str(SHARED_DATA), "--dev", "3", "--offset", "25",
                  "--stage", "correct", "--stage", "verify", "--out", str(tmp_path)])
     captured = capsys.readouterr()
@@ -101,7 +101,7 @@ def test_verdicts_on_unseen_pairs_with_the_agreement_path(tmp_path, monkeypatch,
 
     lm, engine = scripted_lm({"QuoteAndJudge": cited,
                               "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
-    monkeypatch.setattr("serc_dspy.bench._build_lm", lambda args: lm)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     assert main(["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "9", "--json",
                  "--stage", "verify_cited", "--stage", "verify_agree", "--out", str(tmp_path),
                  "--lm", "openai=http://x/v1|m"]) == 0

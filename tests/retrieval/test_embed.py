@@ -342,28 +342,29 @@ def test_minilm_hybrid_retrieval_finds_a_paraphrase(minilm, tmp_path: Path) -> N
 
 
 def test_cli_dense_builds_a_hybrid_corpus(tmp_path, monkeypatch) -> None:
-    from serc_dspy.cli import _build_retriever, build_parser
+    from serc_dspy.cli import build_parser
+    from serc_dspy.config import RunOptions, build_retriever
 
     monkeypatch.setenv("SERC_CACHE_DIR", str(tmp_path))
     parser = build_parser()
     args = parser.parse_args(["correct", "--question", "q", "--draft", "d", "--corpus",
                               str(EXAMPLES / "corpus"), "--dense"])
-    retriever = _build_retriever(args, True)
+    retriever = build_retriever(RunOptions.from_args(args), "serc")
     assert isinstance(retriever, LocalCorpus) and retriever.dense
     assert retriever("Where was Marie Curie born?", k=1)
     assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1
     args = parser.parse_args(["correct", "--question", "q", "--draft", "d", "--corpus",
                               str(EXAMPLES / "corpus")])
-    assert not _build_retriever(args, True).dense
+    assert not build_retriever(RunOptions.from_args(args), "serc").dense
 
 
 def test_dense_without_a_corpus_is_a_usage_error(capsys) -> None:
     from serc_dspy.cli import build_parser, main
-    from serc_dspy.evaluation.commands import _retriever
+    from serc_dspy.config import RunOptions, build_retriever
 
     assert main(["ask", "q", "--dense", "--search", "tavily"]) == 2
     assert "--dense ranks a local corpus" in capsys.readouterr().err
     args = build_parser().parse_args(["run", "--dataset", "bio", "--dataset-path", "x",
                                       "--out", "o.jsonl", "--dense"])
     with pytest.raises(UserError, match="--dense ranks a local corpus"):
-        _retriever(args, True)
+        build_retriever(RunOptions.from_args(args), "serc")

