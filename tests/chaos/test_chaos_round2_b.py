@@ -309,7 +309,7 @@ def test_the_cli_warns_that_a_bounded_draft_was_not_fully_checked(json_output, m
     draft = tmp_path / "d.txt"
     draft.write_text(LONG_DRAFT)
     code = main(["correct", "--question", QUESTION, "--draft", str(draft), "--corpus",
-                 str(EXAMPLES / "corpus"), "--quiet", *(["--json"] if json_output else [])])
+                 str(EXAMPLES / "corpus"), *(["--json"] if json_output else [])])
     captured = capsys.readouterr()
     assert code == 0
     assert ("[serc warning] only the first 3 of 8 sentences were checked; 5 are unverified"
