@@ -30,7 +30,7 @@ from serc_dspy.evaluation.intervals import format_ci, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
 from serc_dspy.evaluation.runner import _write_json, read_jsonl, run_experiment, sibling
-from serc_dspy.text import parse_json
+from serc_dspy.text import normalise, parse_json
 
 WATERFALL_NAME = "waterfall.png"
 SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
@@ -317,20 +317,18 @@ def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> lis
     return keep[:limit] if limit is not None else keep
 
 
-def _norm(text: str) -> str:
-    """Whole words, padded, without case, punctuation or a plural -s: "16-year-old" matches
-    "16 years old", and "Hole" no longer matches inside "whole"."""
-    words = re.sub(r"[^\w\s]", " ", text.lower()).split()
-    words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-             for w in words]
-    return f" {' '.join(words)} " if words else ""
+def _padded(text: str) -> str:
+    """`normalise(text, singular=True)` between spaces, so a match is of whole words:
+    "16-year-old" matches "16 years old", and "Hole" does not match inside "whole"."""
+    words = normalise(text, singular=True)
+    return f" {words} " if words else ""
 
 
 def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
     """`right`: the right answer appears; `gone`: the hallucinated answer no longer does."""
-    text = _norm(answer or "")
-    right_in = bool(_norm(right)) and _norm(right) in text
-    wrong_in = bool(_norm(hallucinated)) and _norm(hallucinated) in text
+    text = _padded(answer or "")
+    right_in = bool(_padded(right)) and _padded(right) in text
+    wrong_in = bool(_padded(hallucinated)) and _padded(hallucinated) in text
     return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
 
 
