@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import sys
@@ -27,6 +26,7 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
+from serc_dspy.io import write_json
 
 STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
 _CHARACTERISTIC = re.compile(r"\b(?:is|was) (?:an? |the )?([^.,;()]+?)(?:\s+(?:who|known|best|"
@@ -204,7 +204,7 @@ def _summary(lm, compiled, seed, dev, offset, results) -> dict[str, Any]:
 def _write(out: str | os.PathLike[str], summary: dict[str, Any]) -> None:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "stages.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(folder / "stages.json", summary)
     (folder / "stages.md").write_text(stages_table(summary), encoding="utf-8")
 
 

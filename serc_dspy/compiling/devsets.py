@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -67,8 +66,9 @@ from typing import Any
 import dspy
 
 from serc_dspy.errors import UserError
+from serc_dspy.io import file_sha256, read_jsonl
 from serc_dspy.signatures import FactFix
-from serc_dspy.text import normalise, parse_json, similarity
+from serc_dspy.text import normalise, similarity
 
 VERDICT_LABELS = ("SUPPORTED", "CONTRADICTED", "NOT_FOUND")
 STANCE_TO_VERDICT = {
@@ -109,29 +109,11 @@ class _Item:
 
 
 # -- reading -------------------------------------------------------------------------------------
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a missing file or a bad line raises DataError naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = parse_json(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{number}: expected a JSON object per line")
-            rows.append(row)
-    return rows
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The file's SHA-256, recorded in the counts so a compiled state names its exact data."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def _data_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a data file (`serc_dspy.io.read_jsonl`: a missing file or a bad line raises
+    `DataError` naming it). Each file's `file_sha256` goes into the counts, so a compiled
+    state names its exact data."""
+    return read_jsonl(path, what="data file", error=DataError)
 
 
 def _text(value: Any) -> str:
@@ -212,7 +194,7 @@ def _id(*parts: str) -> str:
 
 # -- verify: Factcheck-GPT stances ---------------------------------------------------------------
 def verdict_items(path: str | os.PathLike[str]) -> tuple[list[_Item], dict[str, Any]]:
-    rows = read_jsonl(path)
+    rows = _data_rows(path)
     skipped: Counter[str] = Counter()
     seen: dict[tuple[str, str], set[str]] = defaultdict(set)
     order: list[tuple[str, str]] = []
@@ -289,7 +271,7 @@ def fact_items(paths) -> tuple[list[_Item], dict[str, Any]]:
     items: list[_Item] = []
     rows_read = 0
     for file in files:
-        for row in read_jsonl(file):
+        for row in _data_rows(file):
             rows_read += 1
             topic = _text(row.get("topic"))
             annotations = row.get("annotations")
@@ -337,7 +319,7 @@ def _benchmark_prompts(path: str | os.PathLike[str] | None) -> dict[str, str]:
     if path is None:
         return {}
     prompts: dict[str, str] = {}
-    for row in read_jsonl(path):
+    for row in _data_rows(path):
         prompt = _text(row.get("prompt"))
         sentences = row.get("sentences")
         if not prompt or not isinstance(sentences, dict):
@@ -352,13 +334,13 @@ def _benchmark_prompts(path: str | os.PathLike[str] | None) -> dict[str, str]:
 def correction_items(claims_path, stance_path, benchmark_path=None
                      ) -> tuple[list[_Item], dict[str, Any]]:
     passages: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for row in read_jsonl(stance_path):
+    for row in _data_rows(stance_path):
         claim, evidence = _text(row.get("claim")), _text(row.get("evidence"))
         stance = str(row.get("stance") or "").strip().lower()
         if claim and evidence and evidence not in passages[claim][stance]:
             passages[claim][stance].append(evidence)
     prompts = _benchmark_prompts(benchmark_path)
-    rows = read_jsonl(claims_path)
+    rows = _data_rows(claims_path)
     skipped: Counter[str] = Counter()
     evidence_kind: Counter[str] = Counter()
     subjects: Counter[str] = Counter()

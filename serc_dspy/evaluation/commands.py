@@ -122,7 +122,8 @@ def _retriever(args, needs: bool):
 def run_command(args) -> int:
     from serc_dspy.backends.spec import apply_run_defaults, run_defaults
     from serc_dspy.evaluation.datasets import load_dataset
-    from serc_dspy.evaluation.runner import file_sha256, run_experiment
+    from serc_dspy.evaluation.runner import run_experiment
+    from serc_dspy.io import file_sha256
     from serc_dspy.programs import get_method
 
     apply_run_defaults(args)

@@ -14,7 +14,6 @@ are cached on disk per corpus.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -27,8 +26,9 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from serc_dspy.io import read_jsonl_rows
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
-from serc_dspy.text import clean_text, parse_json
+from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
 
 if TYPE_CHECKING:
@@ -136,26 +136,14 @@ def _folder_documents(folder: Path) -> list[Document]:
 
 def _jsonl_documents(path: Path) -> list[Document]:
     """Documents from `{"id", "title", "text"}` lines; the title (else id) is the source."""
-    docs: list[Document] = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if line.strip():
-            docs.append(_jsonl_document(line, number, path))
-    return docs
+    return [_jsonl_document(record, number, path)
+            for number, record in read_jsonl_rows(path, what="corpus file", error=CorpusError)]
 
 
-def _jsonl_document(line: str, number: int, path: Path) -> Document:
-    def bad(reason: str) -> CorpusError:
-        return CorpusError(f"bad jsonl line {number} in {path}: {reason}")
-
-    try:
-        record = parse_json(line)
-    except json.JSONDecodeError as exc:
-        raise bad(f"invalid JSON ({exc.msg})") from exc
-    if not isinstance(record, dict):
-        raise bad(f"expected an object, got {type(record).__name__}")
+def _jsonl_document(record: dict, number: int, path: Path) -> Document:
     text = record.get("text")
     if not isinstance(text, str):
-        raise bad("missing 'text' string")
+        raise CorpusError(f"{path}, line {number}: missing 'text' string")
     source = record.get("title") or record.get("id")
     return (clean_text(str(source)) if source not in (None, "") else f"{path.name}:{number}",
             clean_text(text))

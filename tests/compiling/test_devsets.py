@@ -100,7 +100,7 @@ def test_missing_and_malformed_files_raise_data_errors(tmp_path):
     with pytest.raises(DataError, match="not found"):
         load_verdict_examples(tmp_path / "nope.jsonl")
     (tmp_path / "bad.jsonl").write_text('{"claim": "x"}\n{oops\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad.jsonl:2"):
+    with pytest.raises(DataError, match=r"bad.jsonl, line 2: invalid JSON"):
         load_verdict_examples(tmp_path / "bad.jsonl")
 
 
