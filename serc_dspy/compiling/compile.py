@@ -24,17 +24,19 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.devsets import (
-    VERDICT_LABELS,
     Split,
-    correction_metric,
-    facts_metric,
     load_correction_examples,
     load_fact_examples,
     load_verdict_examples,
+)
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.dspy_metrics import (
+    VERDICT_LABELS,
+    correction_metric,
+    facts_metric,
     macro_f1,
     verdict_metric,
 )
-from serc_dspy.errors import UserError
 from serc_dspy.states import save_compiled
 
 OPTIMIZERS = ("labeled", "bootstrap", "mipro")

@@ -10,11 +10,13 @@ from conftest import SHARED_DATA
 
 from serc_dspy.compiling.devsets import (
     DataError,
-    correction_score,
-    fact_f1,
     load_correction_examples,
     load_fact_examples,
     load_verdict_examples,
+)
+from serc_dspy.evaluation.dspy_metrics import (
+    correction_score,
+    fact_f1,
     macro_f1,
     match_facts,
     verdict_metric,
