@@ -252,14 +252,13 @@ def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
     dev pools past what `serc compile` and earlier stage runs used, without the claims of
     Factcheck-Bench's tuning items (1-25). Labels round-robin, as balanced as the file allows
     (it holds few refuting pairs: every unseen CONTRADICTED pair is taken)."""
-    from serc_dspy.compiling.compile import _FACTCHECK_DIRS, _PATTERNS, _find
+    from serc_dspy.compiling.compile import find_stance_file
     from serc_dspy.compiling.devsets import split_items, verdict_items
     from serc_dspy.evaluation.factcheck import load_factcheck
     from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
     from serc_dspy.text import normalise
 
-    path = root if root.is_file() else _find(root, _PATTERNS["stance"], _FACTCHECK_DIRS)
-    items, _ = verdict_items(path)
+    items, _ = verdict_items(find_stance_file(root))
     train, dev, _ = split_items(items, train=None, dev=None, seed=seed, dev_share=0.5,
                                 balanced=True)
     pool = train[SEEN_TRAIN:] + dev[SEEN_DEV:]
