@@ -366,6 +366,7 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
     import html
 
     from serc_dspy.trace import Trace
+    from serc_dspy.view import render_trace
 
     runs = load_runs(paths, warn)
     target = Path(html_path)
@@ -389,7 +390,7 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
             if isinstance(trace, dict):
                 page = views / Path(run.path).stem / f"{number}.html"
                 page.parent.mkdir(parents=True, exist_ok=True)
-                page.write_text(Trace.model_validate(trace).to_html(), encoding="utf-8")
+                page.write_text(render_trace(Trace.model_validate(trace)), encoding="utf-8")
                 link = f'<a href="{html.escape(str(page.relative_to(target.parent)))}">view</a>'
             rows.append(f"<tr><td>{html.escape(str(record.get('id')))}</td><td>"
                         f"{html.escape(str(status))[:200]}</td><td>"
