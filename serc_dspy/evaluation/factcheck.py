@@ -35,7 +35,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError, describe
+from serc_dspy.errors import MalformedOutput, StepFailed, UserError, describe
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.evaluation.noise import introduced, stem, verbatim_sentences
 from serc_dspy.io import read_jsonl, read_jsonl_rows
@@ -299,10 +299,10 @@ class ClaimJudge:
                     verdict = self.predict(claim=claim, answer=answer, config=config).verdict
                 if verdict in ("states", "contradicts", "silent"):
                     return verdict
-                error = ValueError(f"unexpected verdict {verdict!r}")
+                error = MalformedOutput(f"unexpected verdict {verdict!r}")
             except Exception as exc:  # a parse failure or an outage: retry, then report
                 error = exc
-        raise RuntimeError(f"the claim judge failed: {describe(error)}")
+        raise StepFailed(f"the claim judge failed: {describe(error)}")
 
 
 def decide_by_judge(claim: BenchClaim, answer: str, judge: Callable[[str, str], str]) -> Outcome:

@@ -21,6 +21,7 @@ import dspy
 
 from serc_dspy.backends.models import model_of_lm
 from serc_dspy.entities import Descriptor, more_specific
+from serc_dspy.errors import MalformedOutput
 from serc_dspy.layout import Layout
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
@@ -628,7 +629,7 @@ class SERC(TracedProgram):
             check.query = (await run.call("query_writer", subject=subject,
                                           facts=[f.text for f in facts])).query.strip()
         if not check.query:
-            raise ValueError("the query writer returned an empty query")
+            raise MalformedOutput("the query writer returned an empty query")
         if not self.use_retrieval:
             check.evidence_source = "parametric"
             check.evidence = (await run.call("recaller", query=check.query)).evidence.strip()

@@ -26,6 +26,7 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from serc_dspy.errors import ArgumentError
 from serc_dspy.io import read_jsonl_rows
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
 from serc_dspy.text import clean_text
@@ -68,7 +69,7 @@ def chunk_text(text: str, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[str]:
     matters because the LM judges a fact from the passage alone.
     """
     if chunk_chars < 1:
-        raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")
+        raise ArgumentError(f"chunk_chars must be positive, got {chunk_chars}")
     return _chunk(text.strip(), chunk_chars, 0)
 
 
@@ -221,9 +222,9 @@ class LocalCorpus:
                dense: bool = False, encoder: Encoder | None = None,
                cache_dir: str | os.PathLike[str] | bool | None = None) -> None:
         if chunk_chars < 1:
-            raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")
+            raise ArgumentError(f"chunk_chars must be positive, got {chunk_chars}")
         if encoder is not None and not dense:
-            raise ValueError("encoder= is only used with dense=True")
+            raise ArgumentError("encoder= is only used with dense=True")
         # A hybrid ranks differently: its own name keeps a retrieval cache from mixing the two.
         self._name = name.replace("local:", "local-hybrid:", 1) if dense else name
         self.chunk_chars = chunk_chars
@@ -334,7 +335,7 @@ class LocalCorpus:
     def dense_scores(self, query: str) -> np.ndarray:
         """The cosine similarity of every passage to `query`, in corpus order (dense only)."""
         if self._embeddings is None or self._encoder is None:
-            raise ValueError("dense_scores needs a corpus built with dense=True")
+            raise CorpusError("dense_scores needs a corpus built with dense=True")
         from serc_dspy.retrieval.embed import normalize
 
         vector = normalize(np.asarray(self._encoder.encode([query]), dtype=np.float32))[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from serc_dspy.errors import UserError
 from serc_dspy.retrieval import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -326,5 +327,6 @@ def test_as_retriever_wraps_backend_exceptions() -> None:
 
 
 def test_as_retriever_requires_callable() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as info:
         as_retriever("not callable")  # type: ignore[arg-type]
+    assert isinstance(info.value, UserError)  # a configuration error: it aborts a run
