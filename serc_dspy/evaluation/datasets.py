@@ -124,13 +124,6 @@ def load_truthfulqa(path: str | os.PathLike[str]) -> list[Item]:
     return items
 
 
-def _jsonl_rows(path: str | os.PathLike[str], what: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = read_jsonl_rows(path, what=f"{what} file", error=DatasetError)
-    if not rows:
-        raise DatasetError(f"{path} has no rows")
-    return rows
-
-
 _QUESTION_PREFIX = re.compile(r"^\s*Question:\s*", re.IGNORECASE)
 
 
@@ -140,8 +133,11 @@ def load_factscore(path: str | os.PathLike[str]) -> list[Item]:
     The item's id is the topic. An empty output (the model abstained) stays an empty draft,
     which the runner records as an abstention without calling the method.
     """
+    rows = read_jsonl_rows(path, what="FActScore JSONL file", error=DatasetError)
+    if not rows:
+        raise DatasetError(f"{path} has no rows")
     items = []
-    for number, row in _jsonl_rows(path, "FActScore JSONL"):
+    for number, row in rows:
         topic, output = row.get("topic"), row.get("output")
         if not isinstance(topic, str) or not topic.strip():
             raise DatasetError(f"{path}, line {number}: missing 'topic' string")
