@@ -168,7 +168,9 @@ def run(args) -> int:
     if args.trace:
         Path(args.trace).write_text(trace.to_json(), encoding="utf-8")
     if args.html:  # a failed run is worth seeing too
-        Path(args.html).write_text(trace.to_html(), encoding="utf-8")
+        from serc_dspy.view import render_trace
+
+        Path(args.html).write_text(render_trace(trace), encoding="utf-8")
     if trace.status == "failed":
         for event in trace.errors[:3]:
             print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
@@ -199,6 +201,7 @@ def run(args) -> int:
 def run_view(args) -> int:
     from serc_dspy.text import parse_json
     from serc_dspy.trace import Trace
+    from serc_dspy.view import render_trace
 
     path = Path(args.trace)
     if not path.is_file():
@@ -214,7 +217,7 @@ def run_view(args) -> int:
         trace = Trace.model_validate(data)
     except Exception as exc:  # pydantic's error, in one line
         raise UserError(f"{path} is not a SERC trace: {one_line(exc)[:300]}") from None
-    page = trace.to_html()
+    page = render_trace(trace)
     Path(args.out).write_text(page, encoding="utf-8")
     print(f"wrote {args.out} ({len(page.encode('utf-8')) / 1024:,.0f} KiB)")
     return 0

@@ -9,9 +9,10 @@ LM judge only decides between two usable descriptors whose names differ.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from pydantic import BaseModel
+
+from serc_dspy.text import normalise, normalise_name
 
 # What a model writes when it echoes the format or has nothing to say.
 _PLACEHOLDERS = {
@@ -19,8 +20,6 @@ _PLACEHOLDERS = {
     "none", "n a", "na", "null", "not specified", "not mentioned", "not applicable", "empty",
     "no entity", "no name", "characteristic", "name characteristic", "proper name",
 }
-_TITLES = {"dr", "mr", "mrs", "ms", "miss", "prof", "professor", "sir", "dame", "madame", "mme",
-           "lord", "lady", "the"}
 
 
 class Descriptor(BaseModel):
@@ -34,14 +33,14 @@ class Descriptor(BaseModel):
         """A cleaned descriptor: format echoes and placeholders become empty fields."""
         name = _strip_echo(name)
         characteristic = _strip_echo(characteristic)
-        if _folded(characteristic) in _PLACEHOLDERS:
+        if normalise(characteristic, fold=True) in _PLACEHOLDERS:
             characteristic = ""
         return cls(name=name, characteristic=characteristic)
 
     @property
     def usable(self) -> bool:
         """A descriptor with a real proper name (an empty or echoed one never triggers a reset)."""
-        return normalize_name(self.name) not in _PLACEHOLDERS
+        return normalise_name(self.name) not in _PLACEHOLDERS
 
     def __str__(self) -> str:
         if not self.name:
@@ -54,21 +53,6 @@ def _strip_echo(text: str | None) -> str:
     # "Marie Curie (Characteristic)" -> "Marie Curie": a parenthesis that only echoes the format.
     text = re.sub(r"\s*\((characteristic|name|entity)\)\s*$", "", text, flags=re.I)
     return text
-
-
-def _folded(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text or "")
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).replace("_", " ").split())
-
-
-def normalize_name(name: str) -> str:
-    """Case, accents, punctuation, titles and any parenthetical removed: 'Dr. Marie Curie' ->
-    'marie curie'; 'Skłodowska' -> 'sklodowska'."""
-    name = re.sub(r"\([^)]*\)", " ", name or "")
-    name = name.replace("ł", "l").replace("Ł", "L").replace("ø", "o").replace("ß", "ss")
-    words = [w for w in _folded(name).split() if w not in _TITLES]
-    return " ".join(words)
 
 
 def more_specific(first: Descriptor, second: Descriptor) -> Descriptor:

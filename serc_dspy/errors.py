@@ -23,6 +23,17 @@ class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
 
 
+class ArgumentError(UserError):
+    """A function or class was called with an argument it cannot work with (a count below 1,
+    lists that must pair up but do not, an option that needs another); the message names the
+    argument and what it must be."""
+
+
+class WrongArgumentType(ArgumentError, TypeError):
+    """An argument of the wrong kind (a retriever that is not callable); also a `TypeError`,
+    as Python's own checks of a call are."""
+
+
 class KeyRejected(UserError):
     """A server rejected the API key (HTTP 401 or 403): every later call would be rejected the
     same way, so it aborts instead of degrading. Its message is redacted when it is built."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import sys
@@ -27,6 +26,7 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
+from serc_dspy.io import write_json
 
 STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
 _CHARACTERISTIC = re.compile(r"\b(?:is|was) (?:an? |the )?([^.,;()]+?)(?:\s+(?:who|known|best|"
@@ -180,7 +180,7 @@ def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int
 def with_stage_intervals(result: dict[str, Any]) -> dict[str, Any]:
     """A stage's score (percent) and macro-F1 with their 95% bootstrap intervals over
     examples; the per-example values stay in the JSON for `serc bench compare`-style reuse."""
-    from serc_dspy.compiling.devsets import VERDICT_LABELS, macro_f1
+    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
     from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
 
     values = result.get("values")
@@ -204,7 +204,7 @@ def _summary(lm, compiled, seed, dev, offset, results) -> dict[str, Any]:
 def _write(out: str | os.PathLike[str], summary: dict[str, Any]) -> None:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "stages.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(folder / "stages.json", summary)
     (folder / "stages.md").write_text(stages_table(summary), encoding="utf-8")
 
 
@@ -252,14 +252,13 @@ def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
     dev pools past what `serc compile` and earlier stage runs used, without the claims of
     Factcheck-Bench's tuning items (1-25). Labels round-robin, as balanced as the file allows
     (it holds few refuting pairs: every unseen CONTRADICTED pair is taken)."""
-    from serc_dspy.compiling.compile import _FACTCHECK_DIRS, _PATTERNS, _find
+    from serc_dspy.compiling.compile import find_stance_file
     from serc_dspy.compiling.devsets import split_items, verdict_items
     from serc_dspy.evaluation.factcheck import load_factcheck
     from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
     from serc_dspy.text import normalise
 
-    path = root if root.is_file() else _find(root, _PATTERNS["stance"], _FACTCHECK_DIRS)
-    items, _ = verdict_items(path)
+    items, _ = verdict_items(find_stance_file(root))
     train, dev, _ = split_items(items, train=None, dev=None, seed=seed, dev_share=0.5,
                                 balanced=True)
     pool = train[SEEN_TRAIN:] + dev[SEEN_DEV:]
@@ -286,7 +285,7 @@ def pair_verdicts(stage: str, serc, examples: list[dspy.Example], progress: bool
     `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), or
     `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
     agrees, as `agree.contradiction` decides)."""
-    from serc_dspy.compiling.devsets import VERDICT_LABELS, macro_f1
+    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
     from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
     from serc_dspy.rules.quotes import hold_to_quote, opening_name
 

@@ -39,7 +39,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import types
 import typing
@@ -51,6 +50,7 @@ import dspy
 import pydantic
 
 from serc_dspy.errors import UserError
+from serc_dspy.io import write_json
 from serc_dspy.text import parse_json
 
 _log = logging.getLogger("serc_dspy")
@@ -262,29 +262,12 @@ def merge_compiled(paths: list[str | os.PathLike[str]], path: str | os.PathLike[
 
 
 def _write_document(path: Path, document: dict[str, Any]) -> Path:
-    """Write atomically: a temporary file renamed into place."""
+    """Write atomically (`serc_dspy.io.write_json`)."""
     try:
-        text = json.dumps(document, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        return write_json(path, document)
+    except (TypeError, ValueError) as exc:  # raised before any file is touched
         raise CompiledStateError(f"cannot write {path}: state or meta is not JSON-serialisable "
                                  f"({exc})") from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a state file is not secret
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # -- load ----------------------------------------------------------------------------------------

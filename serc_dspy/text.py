@@ -7,6 +7,7 @@ import json
 import re
 import threading
 import time
+import unicodedata
 
 # Phrases a model uses when it declines or knows nothing; matched at the start of the answer or
 # anywhere for the unambiguous ones, so a biography that merely mentions "unknown" is not hit.
@@ -210,8 +211,50 @@ def unique_texts(items) -> list[str]:
     return out
 
 
-def normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", (text or "").lower()).split())
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_PARENTHETICAL = re.compile(r"\([^)]*\)")
+# Letters NFKD does not decompose into a base letter and an accent.
+_UNDECOMPOSED = str.maketrans({"ł": "l", "Ł": "L", "ø": "o", "ß": "ss"})
+NAME_TITLES = frozenset({"dr", "mr", "mrs", "ms", "miss", "prof", "professor", "sir", "dame",
+                         "madame", "mme", "lord", "lady", "the"})
+"""Words `normalise_name` leaves out: titles and the article, which one name may carry in one
+text and not in another."""
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def normalise(text: str, *, fold: bool = False, singular: bool = False) -> str:
+    """The words of `text` for comparing texts: lower-cased, each punctuation mark a space,
+    white space collapsed ("Curie's 2nd-prize" -> "curie s 2nd prize").
+
+    The one normaliser of the package; its options:
+    - `fold`: accents and case folded too: decomposed (NFKD) without combining marks,
+      `str.casefold` instead of `str.lower`, and "_" a space ("Élodie_Straße" -> "elodie
+      strasse"), for names written with and without accents;
+    - `singular`: a plural -s dropped from every word of four letters or more not ending in
+      "ss" ("years" -> "year", "Hole" and "class" unchanged), so "16-year-old" and "16 years
+      old" compare equal.
+    `normalise_name` builds on it for person names.
+    """
+    text = text or ""
+    if fold:
+        text = "".join(ch for ch in unicodedata.normalize("NFKD", text)
+                       if not unicodedata.combining(ch)).casefold()
+    else:
+        text = text.lower()
+    text = _PUNCTUATION.sub(" ", text)
+    words = (text.replace("_", " ") if fold else text).split()
+    return " ".join(map(_singular, words) if singular else words)
+
+
+def normalise_name(name: str) -> str:
+    """A name for comparing names: parentheticals removed, letters NFKD cannot split
+    (ł, ø, ß) spelled out, then `normalise(fold=True)` without `NAME_TITLES`:
+    "Dr. Maria Skłodowska-Curie (physicist)" -> "maria sklodowska curie"."""
+    name = _PARENTHETICAL.sub(" ", name or "").translate(_UNDECOMPOSED)
+    return " ".join(w for w in normalise(name, fold=True).split() if w not in NAME_TITLES)
 
 
 def similarity(a: str, b: str) -> float:

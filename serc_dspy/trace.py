@@ -354,10 +354,3 @@ class Trace(BaseModel):
     @classmethod
     def from_json(cls, text: str) -> Trace:
         return cls.model_validate_json(text)
-
-    def to_html(self) -> str:
-        """One self-contained HTML page of this decoding (see `serc_dspy.view`). The view
-        module is imported on call: the trace itself depends on nothing else."""
-        from serc_dspy.view import render_trace
-
-        return render_trace(self)

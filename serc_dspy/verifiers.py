@@ -280,7 +280,7 @@ def _require_packages() -> None:
 def resolve_model(model: str | Path) -> str:
     """A local model directory or a hub id whose config is in the local Hugging Face cache;
     anything else is a `UserError` that says what to do. Never touches the network."""
-    from serc_dspy.backends.hf import _HUB_ID, _hf_cache_dir, _in_local_cache
+    from serc_dspy.backends.hf import hf_cache_dir, in_local_cache, is_hub_id
 
     name = str(model)
     path = Path(name).expanduser()
@@ -292,11 +292,10 @@ def resolve_model(model: str | Path) -> str:
     if path.exists():
         raise UserError(f"verifier model {name} is a file; pass a model directory or a hub id "
                         "in the local Hugging Face cache")
-    if not _HUB_ID.match(name) or name.startswith(".") or not _in_local_cache(name,
-                                                                              "config.json"):
+    if not is_hub_id(name) or not in_local_cache(name, "config.json"):
         raise UserError(
             f"verifier model {name!r} is neither a local directory nor in the local Hugging "
-            f"Face cache ({_hf_cache_dir()}); models are never downloaded here: fetch it first "
+            f"Face cache ({hf_cache_dir()}); models are never downloaded here: fetch it first "
             f"(e.g. `hf download {name}`) or pass the directory it was saved to")
     return name
 

@@ -10,7 +10,7 @@ Colours come from the Okabe-Ito palette (distinguishable with common colour-visi
 deficiencies) and every status is also written as text.
 
     from serc_dspy.view import render_trace
-    Path("view.html").write_text(render_trace(trace))     # or trace.to_html()
+    Path("view.html").write_text(render_trace(trace))
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pytest
 
 from serc_dspy.cli import main
 from serc_dspy.trace import Check, Correction, Event, Fact, Firewall, Passage, Sentence, Trace
+from serc_dspy.view import render_trace
 
 DRAFT = ("Marie Curie was born in Kraków in 1867. She won the Nobel Prize in Chemistry in 1903. "
          "She enjoyed painting.")
@@ -92,7 +93,7 @@ def parse(page: str) -> _Collect:
 
 
 def test_each_edit_links_to_its_facts_and_its_provenance():
-    page = fixture_trace().to_html()
+    page = render_trace(fixture_trace())
     found = parse(page)
     facts = [set(e["data-facts"].split()) for e in found.edits]
     assert {"f0.0"} in facts  # Kraków -> Warsaw
@@ -111,11 +112,11 @@ def test_each_edit_links_to_its_facts_and_its_provenance():
 
 def test_the_view_flags_degenerate_sentences_of_the_answer():
     trace = fixture_trace()
-    assert 'class="degenerate"' not in trace.to_html()
+    assert 'class="degenerate"' not in render_trace(trace)
     trace.answer = ("The fourth division of Poland is the fourth division of Poland. Marie "
                     "Curie was fluent in Polish. Marie Curie was fluent in French. Marie Curie "
                     "was fluent in German.")
-    page = trace.to_html()
+    page = render_trace(trace)
     assert 'class="degenerate"' in page
     assert "&ldquo;The fourth division of Poland is the fourth division of Poland.&rdquo; " \
         "(a tautology" in page
@@ -127,7 +128,7 @@ def test_a_hostile_trace_is_escaped_and_never_linked():
     hostile = fixture_trace(passage_text='<script>alert("pwned")</script><img src=x onerror=1>',
                             source='javascript:alert("x")')
     hostile.question = "</title><script>alert(2)</script>"
-    page = hostile.to_html()
+    page = render_trace(hostile)
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in page
     found = parse(page)
@@ -159,7 +160,7 @@ def test_a_forty_sentence_trace_stays_small():
     long.checks = [Check(id=f"c{i}", facts=[f"f{i}.{j}" for j in range(4)], sentence=i,
                          passages=[Passage(text="x " * 400, source=f"doc{i}.txt")] * 3)
                    for i in range(40)]
-    assert len(long.to_html().encode("utf-8")) < 3 * 2**20
+    assert len(render_trace(long).encode("utf-8")) < 3 * 2**20
 
 
 def _chromium() -> str | None:
@@ -172,7 +173,7 @@ def test_in_a_real_browser_following_an_edit_reveals_its_evidence(tmp_path):
     browser = _chromium()
     assert browser, "SERC_REQUIRE_BROWSER=1 but chromium is not installed"
     page = tmp_path / "view.html"
-    page.write_text(fixture_trace().to_html(), encoding="utf-8")
+    page.write_text(render_trace(fixture_trace()), encoding="utf-8")
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
              "--v=0", "--virtual-time-budget=3000"]
 
@@ -182,7 +183,7 @@ def test_in_a_real_browser_following_an_edit_reveals_its_evidence(tmp_path):
     shot = tmp_path / "view.png"
     assert run(f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri()).returncode == 0
     assert shot.read_bytes()[:4] == b"\x89PNG"
-    found = parse(fixture_trace().to_html())
+    found = parse(render_trace(fixture_trace()))
     target = found.edits[0]["href"]  # follow the first edit's link
     result = run("--dump-dom", page.as_uri() + target)
     assert f'data-revealed="{target[1:]}"' in result.stdout

@@ -54,7 +54,13 @@ def _require_packages() -> None:
         )
 
 
-def _hf_cache_dir() -> str:
+def is_hub_id(name: str) -> bool:
+    """Whether `name` is shaped like a Hugging Face hub id (`org/name` or `name`)."""
+    return bool(_HUB_ID.match(name)) and not name.startswith(".")
+
+
+def hf_cache_dir() -> str:
+    """The local Hugging Face hub cache, for messages about a model not in it."""
     try:
         from huggingface_hub import constants
 
@@ -63,7 +69,8 @@ def _hf_cache_dir() -> str:
         return "~/.cache/huggingface/hub"
 
 
-def _in_local_cache(repo_id: str, filename: str) -> bool:
+def in_local_cache(repo_id: str, filename: str) -> bool:
+    """Whether the hub repo's `filename` is in the local cache (nothing is downloaded)."""
     from huggingface_hub import try_to_load_from_cache
 
     try:
@@ -136,12 +143,12 @@ class TransformersEngine:
             what = f"several GGUF files ({', '.join(ggufs)}): pass gguf_file" if ggufs else (
                 "no config.json and no GGUF file")
             raise BackendError(f"model directory {path} has {what}")
-        if model.lower().endswith(".gguf") or not _HUB_ID.match(model) or model.startswith("."):
+        if model.lower().endswith(".gguf") or not is_hub_id(model):
             raise BackendError(f"model not found: {model} is not a directory or a GGUF file")
-        if self.local_files_only and not _in_local_cache(model, gguf_file or "config.json"):
+        if self.local_files_only and not in_local_cache(model, gguf_file or "config.json"):
             raise BackendError(
                 f"model {model!r} is neither a local directory nor in the local Hugging Face "
-                f"cache ({_hf_cache_dir()}); models are never downloaded here: fetch it first "
+                f"cache ({hf_cache_dir()}); models are never downloaded here: fetch it first "
                 f"(e.g. `hf download {model}`) or pass a model directory or GGUF file"
             )
         return model, gguf_file

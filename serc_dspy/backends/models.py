@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.errors import UserError
+from serc_dspy.io import file_sha256
 
 CACHE_ENV = "SERC_CACHE_DIR"
 CHUNK = 8 << 20
@@ -192,14 +193,6 @@ def model_path(model: OfflineModel) -> Path:
 
 
 # -- verification -------------------------------------------------------------------------------
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _stamp_path(path: Path) -> Path:
     return path.with_name(path.name + ".verified")
 
@@ -274,7 +267,7 @@ def assemble(model: OfflineModel, progress: Progress | None = None) -> Path:
         for stale in target.parent.glob(f".{target.name}.*.part"):
             stale.unlink(missing_ok=True)
         if target.exists() and target.stat().st_size == model.size:
-            if _sha256_file(target) == model.sha256:
+            if file_sha256(target) == model.sha256:
                 _mark_verified(model, target)
                 return target
         files = _check_parts(model)

@@ -24,17 +24,19 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.devsets import (
-    VERDICT_LABELS,
     Split,
-    correction_metric,
-    facts_metric,
     load_correction_examples,
     load_fact_examples,
     load_verdict_examples,
+)
+from serc_dspy.errors import UserError
+from serc_dspy.evaluation.dspy_metrics import (
+    VERDICT_LABELS,
+    correction_metric,
+    facts_metric,
     macro_f1,
     verdict_metric,
 )
-from serc_dspy.errors import UserError
 from serc_dspy.states import save_compiled
 
 OPTIMIZERS = ("labeled", "bootstrap", "mipro")
@@ -147,6 +149,11 @@ def _find(root: Path, pattern: str, dirs: tuple[str, ...], *, required: bool = T
     return None
 
 
+def find_stance_file(data: Path) -> Path:
+    """Factcheck-GPT's stance file: `data` itself, or the one under it (see `_FACTCHECK_DIRS`)."""
+    return data if data.is_file() else _find(data, _PATTERNS["stance"], _FACTCHECK_DIRS)
+
+
 def _factscore_dir(root: Path) -> Path:
     for sub in _FACTSCORE_DIRS:
         folder = root / sub
@@ -172,8 +179,8 @@ def load_stage_data(stage: str, data: str | os.PathLike[str], *, train: int | No
         raise UserError(f"data path not found: {root}")
     spec = get_stage(stage)
     if spec.name in ("verify", "verify_cited"):
-        path = root if root.is_file() else _find(root, _PATTERNS["stance"], _FACTCHECK_DIRS)
-        return load_verdict_examples(path, train=train, dev=dev, seed=seed, balanced=balanced)
+        return load_verdict_examples(find_stance_file(root), train=train, dev=dev, seed=seed,
+                                     balanced=balanced)
     if spec.name == "facts":
         paths = root if root.is_file() else _factscore_dir(root)
         return load_fact_examples(paths, train=train, dev=dev, seed=seed)

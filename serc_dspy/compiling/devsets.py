@@ -1,4 +1,7 @@
-"""Real labelled data -> `dspy.Example`s for compiling SERC's stages, with their metrics.
+"""Real labelled data -> `dspy.Example`s for compiling SERC's stages.
+
+Each stage's metric lives with the package's other metrics in
+`serc_dspy.evaluation.dspy_metrics`; below, each is described with the data it scores.
 
 Three stages, three datasets (paths are always arguments; nothing here knows where data lives):
 
@@ -56,7 +59,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -67,18 +69,17 @@ from typing import Any
 import dspy
 
 from serc_dspy.errors import UserError
+from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS
+from serc_dspy.io import file_sha256, read_jsonl
 from serc_dspy.signatures import FactFix
-from serc_dspy.text import normalise, parse_json, similarity
+from serc_dspy.text import normalise
 
-VERDICT_LABELS = ("SUPPORTED", "CONTRADICTED", "NOT_FOUND")
 STANCE_TO_VERDICT = {
     "completely-support": "SUPPORTED",
     "refute": "CONTRADICTED",
     "irrelevant": "NOT_FOUND",
 }
 AMBIGUOUS_STANCES = ("partially-support",)
-FACT_MATCH_THRESHOLD = 0.7
-QUOTE_THRESHOLD = 0.9
 DEFAULT_SEED = 0
 DEFAULT_DEV_SHARE = 0.5
 
@@ -109,29 +110,11 @@ class _Item:
 
 
 # -- reading -------------------------------------------------------------------------------------
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a missing file or a bad line raises DataError naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = parse_json(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{number}: expected a JSON object per line")
-            rows.append(row)
-    return rows
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The file's SHA-256, recorded in the counts so a compiled state names its exact data."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def _data_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a data file (`serc_dspy.io.read_jsonl`: a missing file or a bad line raises
+    `DataError` naming it). Each file's `file_sha256` goes into the counts, so a compiled
+    state names its exact data."""
+    return read_jsonl(path, what="data file", error=DataError)
 
 
 def _text(value: Any) -> str:
@@ -212,7 +195,7 @@ def _id(*parts: str) -> str:
 
 # -- verify: Factcheck-GPT stances ---------------------------------------------------------------
 def verdict_items(path: str | os.PathLike[str]) -> tuple[list[_Item], dict[str, Any]]:
-    rows = read_jsonl(path)
+    rows = _data_rows(path)
     skipped: Counter[str] = Counter()
     seen: dict[tuple[str, str], set[str]] = defaultdict(set)
     order: list[tuple[str, str]] = []
@@ -289,7 +272,7 @@ def fact_items(paths) -> tuple[list[_Item], dict[str, Any]]:
     items: list[_Item] = []
     rows_read = 0
     for file in files:
-        for row in read_jsonl(file):
+        for row in _data_rows(file):
             rows_read += 1
             topic = _text(row.get("topic"))
             annotations = row.get("annotations")
@@ -337,7 +320,7 @@ def _benchmark_prompts(path: str | os.PathLike[str] | None) -> dict[str, str]:
     if path is None:
         return {}
     prompts: dict[str, str] = {}
-    for row in read_jsonl(path):
+    for row in _data_rows(path):
         prompt = _text(row.get("prompt"))
         sentences = row.get("sentences")
         if not prompt or not isinstance(sentences, dict):
@@ -352,13 +335,13 @@ def _benchmark_prompts(path: str | os.PathLike[str] | None) -> dict[str, str]:
 def correction_items(claims_path, stance_path, benchmark_path=None
                      ) -> tuple[list[_Item], dict[str, Any]]:
     passages: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for row in read_jsonl(stance_path):
+    for row in _data_rows(stance_path):
         claim, evidence = _text(row.get("claim")), _text(row.get("evidence"))
         stance = str(row.get("stance") or "").strip().lower()
         if claim and evidence and evidence not in passages[claim][stance]:
             passages[claim][stance].append(evidence)
     prompts = _benchmark_prompts(benchmark_path)
-    rows = read_jsonl(claims_path)
+    rows = _data_rows(claims_path)
     skipped: Counter[str] = Counter()
     evidence_kind: Counter[str] = Counter()
     subjects: Counter[str] = Counter()
@@ -413,100 +396,3 @@ def load_correction_examples(claims_path, stance_path, *, benchmark_path=None,
     """CorrectFacts examples from Factcheck-GPT false claims with their revised claims."""
     items, counts = correction_items(claims_path, stance_path, benchmark_path)
     return _split(items, counts, train=train, dev=dev, seed=seed, dev_share=dev_share)
-
-
-# -- metrics -------------------------------------------------------------------------------------
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    try:
-        return getattr(obj, name)
-    except (AttributeError, KeyError):
-        return default
-
-
-def verdict_metric(example: dspy.Example, prediction: Any, trace: Any = None) -> bool:
-    """Exact verdict match."""
-    return _get(prediction, "verdict") == example.verdict
-
-
-def macro_f1(gold: Sequence[str], predicted: Sequence[str | None],
-             labels: Sequence[str] = VERDICT_LABELS) -> tuple[float, dict[str, dict]]:
-    """Macro-averaged F1 over `labels`; a failed prediction (None) counts as wrong.
-
-    Per label: precision = tp / predicted, recall = tp / gold, 0 when a denominator is 0.
-    Returns (macro F1, {label: {precision, recall, f1, support}}).
-    """
-    per_label: dict[str, dict] = {}
-    for label in labels:
-        tp = sum(1 for g, p in zip(gold, predicted, strict=True) if g == label and p == label)
-        n_pred = sum(1 for p in predicted if p == label)
-        n_gold = sum(1 for g in gold if g == label)
-        precision = tp / n_pred if n_pred else 0.0
-        recall = tp / n_gold if n_gold else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_label[label] = {"precision": round(precision, 4), "recall": round(recall, 4),
-                            "f1": round(f1, 4), "support": n_gold}
-    score = sum(v["f1"] for v in per_label.values()) / len(labels) if labels else 0.0
-    return round(score, 4), per_label
-
-
-def match_facts(predicted: Sequence[str], gold: Sequence[str],
-                threshold: float = FACT_MATCH_THRESHOLD) -> list[tuple[int, int, float]]:
-    """Greedy one-to-one matching, best similarity first: [(pred index, gold index, score)]."""
-    pairs = sorted(((similarity(p, g), i, j) for i, p in enumerate(predicted)
-                    for j, g in enumerate(gold)), key=lambda t: (-t[0], t[1], t[2]))
-    used_pred: set[int] = set()
-    used_gold: set[int] = set()
-    matches = []
-    for score, i, j in pairs:
-        if score < threshold:
-            break
-        if i in used_pred or j in used_gold:
-            continue
-        used_pred.add(i)
-        used_gold.add(j)
-        matches.append((i, j, score))
-    return matches
-
-
-def fact_f1(predicted: Sequence[str], gold: Sequence[str],
-            threshold: float = FACT_MATCH_THRESHOLD) -> float:
-    """Fact-level F1 of predicted vs gold facts under `match_facts`."""
-    predicted = [p for p in (str(x).strip() for x in predicted or []) if p]
-    gold = [g for g in (str(x).strip() for x in gold or []) if g]
-    if not predicted and not gold:
-        return 1.0
-    if not predicted or not gold:
-        return 0.0
-    matched = len(match_facts(predicted, gold, threshold))
-    if not matched:
-        return 0.0
-    precision, recall = matched / len(predicted), matched / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def facts_metric(example: dspy.Example, prediction: Any, trace: Any = None) -> float:
-    return fact_f1(_get(prediction, "facts") or [], example.facts)
-
-
-def correction_score(claim: str, revised: str, corrections: Sequence[Any]) -> float:
-    """Share of the claim -> gold-revision gap closed by the fix that quotes the claim."""
-    quoted = [(similarity(_get(c, "original") or "", claim), c) for c in corrections or []]
-    quoted = [(score, c) for score, c in quoted if score >= QUOTE_THRESHOLD]
-    if not quoted:
-        return 0.0
-    fixed = str(_get(max(quoted, key=lambda t: t[0])[1], "fixed") or "").strip()
-    if not fixed:
-        return 0.0
-    base = similarity(claim, revised)
-    got = similarity(fixed, revised)
-    if base >= 1.0:
-        return got
-    return max(0.0, min(1.0, (got - base) / (1.0 - base)))
-
-
-def correction_metric(example: dspy.Example, prediction: Any, trace: Any = None) -> float:
-    gold = example.corrections[0]
-    return correction_score(example.erroneous_facts[0], _get(gold, "fixed"),
-                            _get(prediction, "corrections") or [])

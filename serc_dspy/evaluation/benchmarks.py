@@ -15,7 +15,6 @@ folders made before `--seeds` existed read as seed 0):
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +28,9 @@ from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_art
 from serc_dspy.evaluation.intervals import format_ci, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
-from serc_dspy.evaluation.runner import _write_json, read_jsonl, run_experiment, sibling
-from serc_dspy.text import parse_json
+from serc_dspy.evaluation.runner import read_results, run_experiment, sibling
+from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
+from serc_dspy.text import normalise
 
 WATERFALL_NAME = "waterfall.png"
 SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",
@@ -42,13 +42,6 @@ _RUN_NAME = re.compile(r"(?P<method>.+)-k(?P<k>\d+)(?:-s(?P<seed>\d+))?")
 def seed_suffix(seed: int) -> str:
     """File-name suffix of a seed's runs: none for seed 0, so older folders stay readable."""
     return "" if seed == 0 else f"-s{seed}"
-
-
-def _write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows)
-    os.replace(tmp, path)
 
 
 def _corpus_retriever(text: str, name: str):
@@ -103,7 +96,7 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
     drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
                          offset=offset)
     suffix = seed_suffix(seed)
-    _write_json(out / f"drafts-k{k}{suffix}.json", [d.model_dump(mode="json") for d in drafts])
+    write_json(out / f"drafts-k{k}{suffix}.json", [d.model_dump(mode="json") for d in drafts])
     corpora = corpus_articles(articles, drafts, include_lead=include_lead)
     items = [Item(id=d.id, question=d.question, topic=d.title, draft=d.draft) for d in drafts]
     source = str(articles_path) if not isinstance(articles_path, Mapping) else "<memory>"
@@ -150,19 +143,19 @@ class _NamedRetriever:
 def score_noise_run(run_path: str | os.PathLike[str], drafts: Sequence[NoisyDraft],
                     articles: Mapping[str, str]) -> NoiseSummary:
     """Score one results file; writes `RUN.noise.jsonl` and `RUN.noise.summary.json`."""
-    records = read_jsonl(run_path)
+    records = read_results(run_path)
     scores = score_records(drafts, articles, records)
-    _write_jsonl(sibling(run_path, ".noise.jsonl"),
+    write_jsonl(sibling(run_path, ".noise.jsonl"),
                  [s.model_dump(mode="json") if s else {"id": ident, "failed": True}
                   for ident, s in scores])
     summary = summarize_noise(s for _, s in scores)
-    _write_json(sibling(run_path, ".noise.summary.json"), summary.model_dump(mode="json"))
+    write_json(sibling(run_path, ".noise.summary.json"), summary.model_dump(mode="json"))
     return summary
 
 
 def load_drafts(path: str | os.PathLike[str]) -> list[NoisyDraft]:
     """The drafts a `serc bench noise` run planted (`DIR/drafts-k{K}S.json`)."""
-    return [NoisyDraft.model_validate(r) for r in parse_json(Path(path).read_text("utf-8"))]
+    return [NoisyDraft.model_validate(r) for r in read_json(path, what="drafts file")]
 
 
 def _runs(out: Path, suffix: str) -> list[tuple[Path, str, int, int]]:
@@ -190,7 +183,7 @@ def rescore_noise(out_dir: str | os.PathLike[str], articles: Mapping[str, str]) 
 def read_noise_scores(path: str | os.PathLike[str]) -> list[NoiseScore | None]:
     """The per-bio scores of one `RUN.noise.jsonl` (None for a failed bio)."""
     return [None if row.get("failed") else NoiseScore.model_validate(row)
-            for row in read_jsonl(path)]
+            for row in read_jsonl(path, what="noise scores")]
 
 
 def collect_noise_scores(out_dir: str | os.PathLike[str]
@@ -237,7 +230,7 @@ def write_noise_report(by_k: Mapping[int, Mapping[str, NoiseSummary]],
         combined["waterfall"] = None
         combined["waterfall_error"] = str(exc)
     combined["ablation"] = ablation(out, "noise")
-    _write_json(out / "noise.json", combined)
+    write_json(out / "noise.json", combined)
     ablated = ablation_table(combined["ablation"])
     (out / "noise.md").write_text(noise_table(by_k) + (
         f"\nRules switched off, against the full method:\n\n{ablated}" if ablated else ""),
@@ -301,9 +294,7 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
 # -- HaluEval QA ----------------------------------------------------------------------------------
 def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
     """HaluEval QA rows `{knowledge, question, right_answer, hallucinated_answer}`."""
-    if not Path(path).is_file():
-        raise UserError(f"HaluEval data file not found: {path}")
-    rows = read_jsonl(path)
+    rows = read_jsonl(path, what="HaluEval data file")
     if not rows:
         raise UserError(f"{path} holds no HaluEval rows (JSON lines)")
     keep = []
@@ -316,20 +307,18 @@ def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> lis
     return keep[:limit] if limit is not None else keep
 
 
-def _norm(text: str) -> str:
-    """Whole words, padded, without case, punctuation or a plural -s: "16-year-old" matches
-    "16 years old", and "Hole" no longer matches inside "whole"."""
-    words = re.sub(r"[^\w\s]", " ", text.lower()).split()
-    words = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-             for w in words]
-    return f" {' '.join(words)} " if words else ""
+def _padded(text: str) -> str:
+    """`normalise(text, singular=True)` between spaces, so a match is of whole words:
+    "16-year-old" matches "16 years old", and "Hole" does not match inside "whole"."""
+    words = normalise(text, singular=True)
+    return f" {words} " if words else ""
 
 
 def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
     """`right`: the right answer appears; `gone`: the hallucinated answer no longer does."""
-    text = _norm(answer or "")
-    right_in = bool(_norm(right)) and _norm(right) in text
-    wrong_in = bool(_norm(hallucinated)) and _norm(hallucinated) in text
+    text = _padded(answer or "")
+    right_in = bool(_padded(right)) and _padded(right) in text
+    wrong_in = bool(_padded(hallucinated)) and _padded(hallucinated) in text
     return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
 
 
@@ -354,7 +343,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                        meta={"data": str(data), "limit": limit}, **method_options)
         by_id = {r["id"]: r for r in rows}
         outcomes, colds, failed, calls, tokens = [], [], 0, 0, 0
-        for record in read_jsonl(path):
+        for record in read_results(path):
             row = by_id.get(str(record.get("id")))
             if row is None:
                 continue
@@ -379,5 +368,5 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
             "calls_per_item": calls / n if n else None,
             "tokens_per_item": tokens / n if n else None,
         }
-    _write_json(out / f"halueval-{method}.json", summary)
+    write_json(out / f"halueval-{method}.json", summary)
     return summary

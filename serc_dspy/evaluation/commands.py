@@ -65,7 +65,8 @@ def _register_run(subparsers) -> None:
 def run_command(args) -> int:
     from serc_dspy import config
     from serc_dspy.evaluation.datasets import load_dataset
-    from serc_dspy.evaluation.runner import file_sha256, run_experiment
+    from serc_dspy.evaluation.runner import run_experiment
+    from serc_dspy.io import file_sha256
 
     options = config.RunOptions.from_args(args)
     config.checked_method(options, args.method)

@@ -16,7 +16,8 @@ from serc_dspy.errors import UserError
 from serc_dspy.evaluation.factcheck import FACTCHECK_FIGURES, read_scores
 from serc_dspy.evaluation.intervals import Difference, Pair, paired_difference
 from serc_dspy.evaluation.noise import NOISE_FIGURES, NoiseScore
-from serc_dspy.evaluation.runner import read_jsonl, sibling
+from serc_dspy.evaluation.runner import sibling
+from serc_dspy.io import read_jsonl
 
 _KINDS = {".noise.jsonl": "noise", ".factcheck.jsonl": "factcheck"}
 
@@ -45,7 +46,8 @@ def item_pairs(path: str | os.PathLike[str]) -> tuple[str, dict[str, dict[str, P
     found, kind = scored_file(path)
     out: dict[str, dict[str, Pair]] = {}
     if kind == "noise":
-        scores = {str(r["id"]): NoiseScore.model_validate(r) for r in read_jsonl(found)
+        scores = {str(r["id"]): NoiseScore.model_validate(r)
+                  for r in read_jsonl(found, what="noise scores")
                   if not r.get("failed") and "id" in r}
         figures = NOISE_FIGURES
     else:

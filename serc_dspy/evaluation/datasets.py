@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import re
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError
-from serc_dspy.text import parse_json
+from serc_dspy.io import read_jsonl_rows
 
 DATASETS = ("bio", "truthfulqa", "factscore")
 BIO_TEMPLATE = "Tell me a bio of {entity}."
@@ -125,23 +124,6 @@ def load_truthfulqa(path: str | os.PathLike[str]) -> list[Item]:
     return items
 
 
-def _jsonl_rows(path: str | os.PathLike[str], what: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    for number, line in enumerate(_read(path, what).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path} line {number}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path} line {number}: expected an object")
-        rows.append((number, row))
-    if not rows:
-        raise DatasetError(f"{path} has no rows")
-    return rows
-
-
 _QUESTION_PREFIX = re.compile(r"^\s*Question:\s*", re.IGNORECASE)
 
 
@@ -151,13 +133,16 @@ def load_factscore(path: str | os.PathLike[str]) -> list[Item]:
     The item's id is the topic. An empty output (the model abstained) stays an empty draft,
     which the runner records as an abstention without calling the method.
     """
+    rows = read_jsonl_rows(path, what="FActScore JSONL file", error=DatasetError)
+    if not rows:
+        raise DatasetError(f"{path} has no rows")
     items = []
-    for number, row in _jsonl_rows(path, "FActScore JSONL"):
+    for number, row in rows:
         topic, output = row.get("topic"), row.get("output")
         if not isinstance(topic, str) or not topic.strip():
-            raise DatasetError(f"{path} line {number}: missing 'topic' string")
+            raise DatasetError(f"{path}, line {number}: missing 'topic' string")
         if output is not None and not isinstance(output, str):
-            raise DatasetError(f"{path} line {number}: 'output' must be a string")
+            raise DatasetError(f"{path}, line {number}: 'output' must be a string")
         raw = row.get("input")
         question = (_QUESTION_PREFIX.sub("", raw).strip() if isinstance(raw, str) else "")
         topic = topic.strip()

@@ -27,7 +27,6 @@ judge's agreement with hand labels is measured by `judge_agreement`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,12 +35,13 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError, describe
+from serc_dspy.errors import MalformedOutput, StepFailed, UserError, describe
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.evaluation.noise import introduced, stem, verbatim_sentences
+from serc_dspy.io import read_jsonl, read_jsonl_rows
 from serc_dspy.retrieval.local import tokenize
 from serc_dspy.signatures.evaluation import ClaimInAnswer
-from serc_dspy.text import degenerate_sentences, normalise, parse_json, split_sentences
+from serc_dspy.text import degenerate_sentences, normalise, split_sentences
 
 Label = Literal["true", "false", "unknown"]
 Outcome = Literal["fixed", "removed", "left", "kept", "altered"]
@@ -108,12 +108,10 @@ def _human_passage(raw: Any, where: str) -> tuple[str, str] | None:
     return where, text
 
 
-def _item(row: Any, number: int, path: Path, evidence: Evidence) -> FactcheckItem:
+def _item(row: dict[str, Any], number: int, path: Path, evidence: Evidence) -> FactcheckItem:
     def bad(reason: str) -> UserError:
-        return UserError(f"{path}: line {number}: {reason}")
+        return UserError(f"{path}, line {number}: {reason}")
 
-    if not isinstance(row, dict):
-        raise bad("not a JSON object")
     for key in ("prompt", "response"):
         if not isinstance(row.get(key), str) or not row[key].strip():
             raise bad(f"no {key!r} text")
@@ -157,17 +155,8 @@ def load_factcheck(path: str | Path, *, evidence: Evidence = "auto") -> list[Fac
     path = Path(path)
     if evidence not in ("auto", "human"):
         raise UserError(f"evidence must be 'auto' or 'human', got {evidence!r}")
-    if not path.is_file():
-        raise UserError(f"Factcheck-Bench file not found: {path}")
-    items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: line {number}: not JSON ({exc.msg})") from None
-        items.append(_item(row, number, path, evidence))
+    items = [_item(row, number, path, evidence)
+             for number, row in read_jsonl_rows(path, what="Factcheck-Bench file")]
     if not items:
         raise UserError(f"{path} holds no Factcheck-Bench items (JSON lines)")
     return items
@@ -310,10 +299,10 @@ class ClaimJudge:
                     verdict = self.predict(claim=claim, answer=answer, config=config).verdict
                 if verdict in ("states", "contradicts", "silent"):
                     return verdict
-                error = ValueError(f"unexpected verdict {verdict!r}")
+                error = MalformedOutput(f"unexpected verdict {verdict!r}")
             except Exception as exc:  # a parse failure or an outage: retry, then report
                 error = exc
-        raise RuntimeError(f"the claim judge failed: {describe(error)}")
+        raise StepFailed(f"the claim judge failed: {describe(error)}")
 
 
 def decide_by_judge(claim: BenchClaim, answer: str, judge: Callable[[str, str], str]) -> Outcome:
@@ -447,10 +436,8 @@ def summarize_factcheck(scores: Iterable[FactcheckScore | None]) -> dict[str, An
 
 def read_scores(path: str | Path) -> dict[str, FactcheckScore | None]:
     """`RUN.factcheck.jsonl`: score rows by id (None for a failed answer)."""
-    from serc_dspy.evaluation.runner import read_jsonl
-
     return {str(row["id"]): None if row.get("failed") else FactcheckScore.model_validate(row)
-            for row in read_jsonl(path) if "id" in row}
+            for row in read_jsonl(path, what="Factcheck-Bench scores") if "id" in row}
 
 
 # -- the judge against people -------------------------------------------------------------------
@@ -467,17 +454,13 @@ class LabelledClaim(BaseModel):
 
 
 def load_labels(path: str | Path) -> list[LabelledClaim]:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"judge labels not found: {path}")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(LabelledClaim.model_validate(parse_json(line)))
-            except (json.JSONDecodeError, ValueError) as exc:
-                raise UserError(f"{path}: line {number}: not a labelled claim "
-                                f"({describe(exc)})") from None
+    for number, row in read_jsonl_rows(path, what="judge labels"):
+        try:
+            rows.append(LabelledClaim.model_validate(row))
+        except ValueError as exc:
+            raise UserError(f"{path}, line {number}: not a labelled claim "
+                            f"({describe(exc)})") from None
     return rows
 
 

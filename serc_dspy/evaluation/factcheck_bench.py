@@ -11,8 +11,6 @@ annotators'):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,7 +35,8 @@ from serc_dspy.evaluation.factcheck import (
 )
 from serc_dspy.evaluation.intervals import format_ci
 from serc_dspy.evaluation.protocol import split_of_items
-from serc_dspy.evaluation.runner import _lm_name, _write_json, read_jsonl, run_experiment, sibling
+from serc_dspy.evaluation.runner import lm_name, read_results, run_experiment, sibling
+from serc_dspy.io import file_sha256, read_json, write_json, write_jsonl
 from serc_dspy.retrieval.local import LocalCorpus
 from serc_dspy.trace import Trace
 
@@ -78,7 +77,7 @@ def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> lis
     out = sibling(path, SCORES_SUFFIX)
     before = read_scores(out) if out.is_file() else {}
     rows, scores = [], []
-    for record in read_jsonl(path):
+    for record in read_results(path):
         item = items.get(str(record.get("id")))
         if item is None:
             continue
@@ -98,9 +97,7 @@ def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> lis
                                  judge=judge, usage=usage)
         rows.append(score.model_dump(mode="json"))
         scores.append(score)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    os.replace(tmp, out)
+    write_jsonl(out, rows)
     return scores
 
 
@@ -114,17 +111,17 @@ def measure_judge(out: Path, labels_path: Path, judge_lm: Any) -> dict[str, Any]
     """The claim judge against the hand labels, cached per judge LM and labels file."""
     if not labels_path.is_file():
         return None
-    key = hashlib.sha256(labels_path.read_bytes()).hexdigest()[:16]
-    name = _lm_name(judge_lm)
+    key = (file_sha256(labels_path) or "")[:16]
+    name = lm_name(judge_lm)
     cache = out / "judge-agreement.json"
-    cached = json.loads(cache.read_text("utf-8")) if cache.is_file() else {}
+    cached = read_json(cache, what="judge agreement cache") if cache.is_file() else {}
     entry = cached.get(f"{name}|{key}")
     if entry is None or entry["judge"]["failed"]:
         with dspy.context(adapter=StrictJSONAdapter()):
             entry = judge_agreement(load_labels(labels_path), ClaimJudge(judge_lm))
         entry.update(judge_lm=name, labels=str(labels_path), labels_sha256=key)
         cached[f"{name}|{key}"] = entry
-        _write_json(cache, cached)
+        write_json(cache, cached)
     return entry
 
 
@@ -195,7 +192,7 @@ def run_factcheck(
     if labels_path is not None:
         report["judge_agreement"] = measure_judge(out, labels_path,
                                                   judge_lm if judge_lm is not None else lm)
-    _write_json(out / f"factcheck{suffix}.json", report)
+    write_json(out / f"factcheck{suffix}.json", report)
     (out / f"factcheck{suffix}.md").write_text(factcheck_table(report), encoding="utf-8")
     return report
 

@@ -159,16 +159,11 @@ def split_article(text: str) -> tuple[str, str]:
 
 def load_articles(source: str | Mapping[str, Any]) -> dict[str, str]:
     """`{title: text}` or `{topic: {"resolved_title", "extract"}}` -> `{title: text}`."""
-    from pathlib import Path
+    from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
 
-    from serc_dspy.retrieval.knowledge import _article_text, _load_json
-
-    if not isinstance(source, Mapping) and not Path(source).is_file():
-        raise UserError(f"articles file not found: {source}")
-    data = _load_json(source)
     articles: dict[str, str] = {}
-    for topic, value in data.items():
-        text = _article_text(str(topic), value)
+    for topic, value in read_knowledge_json(source, what="articles file").items():
+        text = article_text(str(topic), value)
         articles[str(topic)] = text if isinstance(text, str) else "\n\n".join(text)
     if not articles:
         raise UserError("the articles file holds no article")

@@ -43,7 +43,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import describe
+from serc_dspy.errors import ArgumentError, MalformedOutput, describe
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
 from serc_dspy.signatures import AtomicFacts, ClaimSupported, JudgeTruthfulness
 from serc_dspy.signatures.evaluation import SupportLabel
@@ -185,7 +185,8 @@ def summarize_factscore(scores: Iterable[AnswerScore | None], *, length_penalty:
 def fact_preservation(method_facts: Sequence[int], initial_facts: Sequence[int]) -> float | None:
     """Mean facts of method answers / mean facts of the paired initial answers (1.0 = 100%)."""
     if len(method_facts) != len(initial_facts):
-        raise ValueError("method and initial fact counts must be paired item by item")
+        raise ArgumentError(f"method and initial fact counts must be paired item by item, got "
+                            f"{len(method_facts)} and {len(initial_facts)}")
     initial = _mean([float(n) for n in initial_facts])
     if not initial:
         return None
@@ -207,9 +208,9 @@ class FactScorer:
     def __init__(self, knowledge: KnowledgeSource, *, k: int = SCORING_TOP_K,
                  attempts: int = ATTEMPTS):
         if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+            raise ArgumentError(f"k must be at least 1, got {k}")
         if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, got {attempts}")
+            raise ArgumentError(f"attempts must be at least 1, got {attempts}")
         self.knowledge = knowledge
         self.k = k
         self.attempts = attempts
@@ -266,7 +267,7 @@ class FactScorer:
                     with self._memo_lock:
                         self._memo[key] = label
                     return label, None
-                error = f"ValueError: unexpected label {label!r}"
+                error = describe(MalformedOutput(f"unexpected label {label!r}"))
             except Exception as exc:  # a parse failure or LM outage: retry, then record
                 error = describe(exc)
         return None, error
@@ -340,9 +341,9 @@ def apply_critical_rule(score: int, is_misconception: bool) -> int:
 
 def _checked_score(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"score must be an integer, got {value!r}")
+        raise MalformedOutput(f"score must be an integer, got {value!r}")
     if not 0 <= value <= 10:
-        raise ValueError(f"score must be between 0 and 10, got {value}")
+        raise MalformedOutput(f"score must be between 0 and 10, got {value}")
     return value
 
 
@@ -351,7 +352,7 @@ class TruthfulnessJudge:
 
     def __init__(self, judges: Sequence[Any] | None = None, *, attempts: int = ATTEMPTS):
         if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, got {attempts}")
+            raise ArgumentError(f"attempts must be at least 1, got {attempts}")
         self.judges = list(judges) if judges else [None]
         self.attempts = attempts
         self.predictor = dspy.Predict(JudgeTruthfulness)
@@ -367,7 +368,8 @@ class TruthfulnessJudge:
                 score = _checked_score(prediction.score)
                 flagged = prediction.is_misconception
                 if not isinstance(flagged, bool):
-                    raise ValueError(f"is_misconception must be a boolean, got {flagged!r}")
+                    raise MalformedOutput(f"is_misconception must be a boolean, got "
+                                          f"{flagged!r}")
             except Exception as exc:  # unparseable or invalid: retry, then record the error
                 judgment.error = describe(exc)
                 continue

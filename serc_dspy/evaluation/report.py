@@ -8,7 +8,6 @@ record's trace, so a report never trusts a stale summary.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -21,11 +20,11 @@ from serc_dspy.errors import UserError, one_line
 from serc_dspy.evaluation.metrics import CostSummary, summarize_cost, token_reduction
 from serc_dspy.evaluation.runner import (
     factscore_summary,
-    read_jsonl,
+    read_results,
     sibling,
     truthfulqa_summary,
 )
-from serc_dspy.text import parse_json
+from serc_dspy.io import read_json
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
                    ".truthfulqa.jsonl", ".noise.summary.json", ".noise.jsonl", ".meta.json")
@@ -77,9 +76,10 @@ def run_path_of(path: str | os.PathLike[str]) -> Path:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A sibling's object, or {} when it is missing or unreadable (the report goes on)."""
     try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = read_json(path)
+    except UserError:
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -88,7 +88,7 @@ def load_run(path: str | os.PathLike[str], warn: Warn | None = None) -> RunRepor
     """One results file and its siblings. A record whose trace is malformed is left out of
     the cost figures and its decoding view; `warn` is told which (file and item id)."""
     run = run_path_of(path)
-    records = read_jsonl(run)
+    records = read_results(run)
     if not records:
         raise UserError(f"results file {run} has no records")
     malformed = {}
@@ -113,11 +113,11 @@ def load_run(path: str | os.PathLike[str], warn: Warn | None = None) -> RunRepor
     if fs_path.is_file():
         settings = _read_json(sibling(run, ".factscore.summary.json"))
         report.factscore = factscore_summary(
-            read_jsonl(fs_path), length_penalty=bool(settings.get("length_penalty")),
+            read_results(fs_path), length_penalty=bool(settings.get("length_penalty")),
             gamma=int(settings.get("gamma") or 10))
     tqa_path = sibling(run, ".truthfulqa.jsonl")
     if tqa_path.is_file():
-        report.truthfulqa = truthfulqa_summary(read_jsonl(tqa_path))
+        report.truthfulqa = truthfulqa_summary(read_results(tqa_path))
     noise_path = sibling(run, ".noise.summary.json")
     if noise_path.is_file():
         report.noise = _read_json(noise_path) or None
@@ -366,6 +366,7 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
     import html
 
     from serc_dspy.trace import Trace
+    from serc_dspy.view import render_trace
 
     runs = load_runs(paths, warn)
     target = Path(html_path)
@@ -378,7 +379,7 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
     sections = []
     for run in runs:
         rows = []
-        for number, record in enumerate(read_jsonl(run.path), 1):
+        for number, record in enumerate(read_results(run.path), 1):
             trace = record.get("trace")
             if number in run.malformed:
                 status, trace = "malformed trace: no decoding view", None
@@ -389,7 +390,7 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
             if isinstance(trace, dict):
                 page = views / Path(run.path).stem / f"{number}.html"
                 page.parent.mkdir(parents=True, exist_ok=True)
-                page.write_text(Trace.model_validate(trace).to_html(), encoding="utf-8")
+                page.write_text(render_trace(Trace.model_validate(trace)), encoding="utf-8")
                 link = f'<a href="{html.escape(str(page.relative_to(target.parent)))}">view</a>'
             rows.append(f"<tr><td>{html.escape(str(record.get('id')))}</td><td>"
                         f"{html.escape(str(status))[:200]}</td><td>"

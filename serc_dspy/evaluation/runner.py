@@ -4,8 +4,9 @@ Durability and resume (both `run_experiment` and the `score_*` functions):
 - every finished item is appended as one JSON line, then flushed and fsynced, under a lock, so
   a killed run loses at most the items in flight;
 - re-running with the same output file skips every id already present; before that the file is
-  compacted: a torn last line (a kill mid-write) and records of FAILED items are dropped, so
-  failed items are retried on resume and each id still appears exactly once;
+  compacted: a torn last line (a kill mid-write; a warning says so, and `RunSummary.torn`
+  counts it) and records of FAILED items are dropped, so failed items are retried on resume
+  and each id still appears exactly once; any other malformed line is an error naming it;
 - a failing item is recorded with its error string (and no answer) and the run goes on.
 
 A run also writes `<out>.meta.json` (method, dataset, options, LM name; never API keys).
@@ -45,8 +46,15 @@ from serc_dspy.evaluation.metrics import (
     summarize_factscore,
     summarize_truthfulqa,
 )
+from serc_dspy.io import (
+    json_line,
+    read_json,
+    read_jsonl,
+    read_jsonl_rows,
+    write_json,
+    write_jsonl,
+)
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
-from serc_dspy.text import parse_json
 from serc_dspy.trace import Trace, Usage
 
 RESULTS_SUFFIX = ".jsonl"
@@ -64,29 +72,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Records of a results file, skipping a torn last line and blank lines."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"results file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a results file (JSON lines): it is not UTF-8 "
-                        "text") from None
-    except OSError as exc:
-        raise UserError(f"cannot read the results file {path}: {exc.strerror or exc}") from None
-    records = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = parse_json(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
+def read_results(path: str | os.PathLike[str],
+                 on_torn: Callable[[int, str], None] | None = None) -> list[dict[str, Any]]:
+    """Records of a results file, or of a score file the `score_*` functions append to.
+
+    Strict like every JSON-lines reader (`serc_dspy.io.read_jsonl`), except for a torn last
+    line (a run killed mid-write): it is skipped with a warning and handed to `on_torn`, and
+    the next resume drops it from the file and runs its item again.
+    """
+    return read_jsonl(path, what="results file", torn_last_line="skip", on_torn=on_torn)
 
 
 class JsonlStore:
@@ -127,39 +121,42 @@ class JsonlStore:
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return {}
-        raw = self.path.read_bytes().decode("utf-8", errors="replace")
+        torn: list[int] = []
         kept: dict[str, dict[str, Any]] = {}
-        changed = bool(raw) and not raw.endswith("\n")
-        for line in raw.split("\n"):
-            if not line.strip():
-                continue
-            try:
-                record = parse_json(line)
-                ident = str(record["id"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                self.dropped_torn += 1
-                changed = True
-                continue
+        rows = read_jsonl_rows(self.path, what="results file", torn_last_line="skip",
+                               on_torn=lambda number, _text: torn.append(number))
+        self.dropped_torn = len(torn)
+        changed = bool(torn) or not _ends_a_line(self.path)
+        for number, record in rows:
+            if "id" not in record:
+                raise UserError(f"{self.path}, line {number}: a record without an 'id'; "
+                                "this is not a results file, or it was edited by hand")
+            ident = str(record["id"])
             if ident in kept or (retry_failed and record.get("error")):
                 self.dropped_failed += bool(record.get("error"))
                 changed = True
                 continue
             kept[ident] = record
         if changed:
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in kept.values())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            write_jsonl(self.path, kept.values())
         return kept
 
     def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        line = json_line(record)
         with self.lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether a file is empty or ends in a newline (else the next append would continue its
+    last line)."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def check_results_path(out: Path) -> None:
@@ -178,12 +175,6 @@ def check_results_path(out: Path) -> None:
                         f"{exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UserError(f"the results file {out} is not writable")
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _progress_bar(total: int, initial: int, desc: str, enabled: bool):
@@ -246,6 +237,9 @@ class RunSummary(BaseModel):
     completed: int
     failed: int
     seconds: float
+    torn: int = 0
+    """Torn last lines (a run killed mid-write) dropped from the results file on resume; their
+    items were run again."""
 
 
 def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -259,7 +253,7 @@ def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _lm_name(lm: Any) -> str | None:
+def lm_name(lm: Any) -> str | None:
     """The LM's model name, with the server URL for a server LM (a results file is one
     experiment: another endpoint may serve another model under the same name)."""
     if lm is None:
@@ -278,23 +272,6 @@ DECODING_OPTIONS = ("max_tokens", "max_completion_tokens", "temperature", "top_p
                     "min_p", "seed", "stop", "n", "presence_penalty", "frequency_penalty",
                     "repetition_penalty", "repeat_penalty", "reasoning_effort")
 """The LM's own settings that change what it writes (recorded as `decoding` in the meta)."""
-
-
-def file_sha256(path: str | os.PathLike[str] | None) -> str | None:
-    """The SHA-256 of a file's bytes (a dataset's identity: another file under the same name,
-    or the same file edited, is another experiment); None without a readable file."""
-    import hashlib
-
-    if path is None or not Path(path).is_file():
-        return None
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    return digest.hexdigest()
 
 
 def _decoding(lm: Any) -> dict[str, Any]:
@@ -319,11 +296,10 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
     (dataset, its path and content, retriever) or other decoding options: one file must hold
     one experiment. Concurrency options may change between resumes."""
     try:
-        previous = parse_json(meta_path.read_text(encoding="utf-8")) \
-            if meta_path.is_file() else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read {meta_path}: {exc}; move it away to start a new "
-                        "experiment, or write to another --out file") from None
+        previous = read_json(meta_path, what="meta file") if meta_path.is_file() else {}
+    except UserError as exc:
+        raise UserError(f"{exc}; move it away to start a new experiment, or write to another "
+                        "--out file") from None
     if not isinstance(previous, dict) or not previous:
         return
     before = {k: v for k, v in (previous.get("options") or {}).items()
@@ -351,8 +327,8 @@ def _provenance(meta_path: Path) -> dict[str, Any]:
 
     now = provenance()
     try:
-        before = parse_json(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    except (OSError, json.JSONDecodeError):
+        before = read_json(meta_path, what="meta file") if meta_path.is_file() else {}
+    except UserError:
         before = {}
     before = before if isinstance(before, dict) else {}
     return {**now,
@@ -426,19 +402,19 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
     decoding = _decoding(lm)
     if done:
         retriever_name = getattr(retriever, "name", None) if retriever is not None else None
-        _check_same_settings(meta_path, _lm_name(lm), method_options,
+        _check_same_settings(meta_path, lm_name(lm), method_options,
                              {"dataset": dataset, "retriever": retriever_name,
                               **{k: meta[k] for k in RESULT_INPUTS if k in meta}},
                              decoding)
     info = {
         **_provenance(meta_path),
-        "method": method, "dataset": dataset, "lm": _lm_name(lm),
+        "method": method, "dataset": dataset, "lm": lm_name(lm),
         "retriever": getattr(retriever, "name", None) if retriever is not None else None,
         "options": _jsonable(method_options), "decoding": decoding, "workers": workers,
         "limit": limit, "items": len(items), **meta,
         "started": _now(),
     }
-    _write_json(meta_path, info)
+    write_json(meta_path, info)
 
     def work(item: Item) -> dict[str, Any]:
         record: dict[str, Any] = {"id": item.id, "method": method, "dataset": dataset,
@@ -482,8 +458,8 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
         bar.close()
     summary = RunSummary(out=str(out), total=len(items), skipped=len(items) - len(todo),
                          completed=completed, failed=failed,
-                         seconds=round(time.monotonic() - started, 3))
-    _write_json(meta_path, {**info, "finished": _now(),
+                         seconds=round(time.monotonic() - started, 3), torn=store.dropped_torn)
+    write_json(meta_path, {**info, "finished": _now(),
                             **summary.model_dump(exclude={"out"})})
     return summary
 
@@ -491,7 +467,7 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
 # -- scoring results files ----------------------------------------------------------------
 def _run_records(run_path: str | os.PathLike[str]) -> tuple[list[dict], list[dict]]:
     """(successful, failed) records of a run file."""
-    records = read_jsonl(run_path)
+    records = read_results(run_path)
     if not records:
         raise UserError(f"results file {run_path} has no records")
     ok = [r for r in records if not r.get("error") and r.get("id") is not None]
@@ -509,7 +485,7 @@ def _score_loop(run_path, out, todo_records, work, *, workers, progress, desc, s
     finally:
         store.close()
         bar.close()
-    return read_jsonl(out)
+    return read_results(out)
 
 
 def _settings(lm: Any, adapter: Any) -> dict[str, Any]:
@@ -597,10 +573,10 @@ def score_factscore(
     lines = _score_loop(run_path, out, ok, work, workers=workers, progress=progress,
                         desc="factscore", settings=_settings(lm, adapter))
     summary = {**factscore_summary(lines, length_penalty=length_penalty, gamma=gamma),
-               "evaluator": _lm_name(lm), "k": k, "run_errors": len(failed),
+               "evaluator": lm_name(lm), "k": k, "run_errors": len(failed),
                "cost": summarize_cost(ok).model_dump(), "run": str(run_path),
                "scores": str(out)}
-    _write_json(sibling(run_path, ".factscore.summary.json"), summary)
+    write_json(sibling(run_path, ".factscore.summary.json"), summary)
     return summary
 
 
@@ -668,9 +644,9 @@ def score_truthfulqa(
 
     lines = _score_loop(run_path, out, ok, work, workers=workers, progress=progress,
                         desc="truthfulqa", settings=_settings(None, adapter))
-    names = [str(getattr(j, "model", None) or _lm_name(None)) for j in judge.judges]
+    names = [str(getattr(j, "model", None) or lm_name(None)) for j in judge.judges]
     summary = {**truthfulqa_summary(lines), "judges": names, "run_errors": len(failed),
                "cost": summarize_cost(ok).model_dump(), "run": str(run_path),
                "scores": str(out)}
-    _write_json(sibling(run_path, ".truthfulqa.summary.json"), summary)
+    write_json(sibling(run_path, ".truthfulqa.summary.json"), summary)
     return summary

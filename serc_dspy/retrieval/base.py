@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from serc_dspy.errors import StepFailed, UserError
+from serc_dspy.errors import StepFailed, UserError, WrongArgumentType
 from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
 
@@ -205,5 +205,5 @@ def as_retriever(fn: Callable[[str, int], Any]) -> Retriever:
     if isinstance(fn, _CheckedRetriever):
         return fn
     if not callable(fn):
-        raise TypeError(f"as_retriever needs a callable, got {type(fn).__name__}")
+        raise WrongArgumentType(f"as_retriever needs a callable, got {type(fn).__name__}")
     return _CheckedRetriever(fn)

@@ -33,6 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from serc_dspy.backends.models import ModelError, Part, cache_dir, part_file
+from serc_dspy.errors import ArgumentError
+from serc_dspy.retrieval.base import CorpusError
 
 logger = logging.getLogger("serc_dspy")
 
@@ -107,7 +109,8 @@ class MiniLMEncoder:
     def __init__(self, *, threads: int | None = None, batch_size: int = BATCH_SIZE,
                  max_tokens: int = MAX_TOKENS) -> None:
         if batch_size < 1 or max_tokens < 3:
-            raise ValueError("batch_size must be >= 1 and max_tokens >= 3")
+            raise ArgumentError(f"batch_size must be >= 1 and max_tokens >= 3, got {batch_size} "
+                                f"and {max_tokens}")
         self.threads = threads or default_threads()
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -294,8 +297,8 @@ def embed_passages(items: Sequence[tuple[str, str]], encoder: Encoder,
         logger.info("encoding %d passages with %r (cached afterwards)", len(items), encoder)
     matrix = np.asarray(encoder.encode([text for _, text in items]), dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != len(items):
-        raise ValueError(f"encoder {encoder!r} returned shape {matrix.shape} for "
-                         f"{len(items)} texts")
+        raise CorpusError(f"encoder {encoder!r} returned shape {matrix.shape} for "
+                          f"{len(items)} texts; an encoder returns one row per text")
     matrix = normalize(matrix)
     if key is not None:
         cache.store(key, matrix)

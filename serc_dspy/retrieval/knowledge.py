@@ -26,7 +26,6 @@ a benchmark's articles, not a whole Wikipedia dump.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -39,9 +38,9 @@ import bm25s
 import numpy as np
 
 from serc_dspy.errors import UserError
+from serc_dspy.io import read_json
 from serc_dspy.retrieval.base import DEFAULT_TOP_K
 from serc_dspy.retrieval.local import LocalCorpus, chunk_text, tokenize
-from serc_dspy.text import parse_json
 from serc_dspy.trace import Passage
 
 SEPARATOR = "####SPECIAL####SEPARATOR####"
@@ -91,8 +90,10 @@ def article_passages(text: str, passage_chars: int = DEFAULT_PASSAGE_CHARS) -> l
     return chunk_text("".join(kept), passage_chars)
 
 
-def _article_text(topic: str, value: Any) -> str | list[str]:
-    """Accept `text`, `[passage, ...]` or `{"extract": text}` / `{"text": text}` per topic."""
+def article_text(topic: str, value: Any) -> str | list[str]:
+    """One topic's entry of a knowledge JSON: `text`, `[passage, ...]`, or an object with an
+    `"extract"` or `"text"` string (our Wikipedia extracts); anything else is a
+    `KnowledgeError`."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(p, str) for p in value):
@@ -107,21 +108,16 @@ def _article_text(topic: str, value: Any) -> str | list[str]:
     )
 
 
-def _load_json(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
+def read_knowledge_json(source: str | os.PathLike[str] | Mapping[str, Any], *,
+                        what: str = "knowledge file") -> Mapping[str, Any]:
+    """The `{title: article}` object of a knowledge JSON file (a mapping is taken as it is);
+    a missing, unreadable or malformed file is a `KnowledgeError` calling it `what`. Each
+    article is read with `article_text`."""
     if isinstance(source, Mapping):
         return source
-    path = Path(source)
-    if not path.is_file():
-        raise KnowledgeError(f"knowledge file not found: {path}")
-    try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnowledgeError(f"cannot read knowledge file {path}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise KnowledgeError(f"knowledge file {path} is not valid JSON: {exc.msg} "
-                             f"(line {exc.lineno})") from exc
+    data = read_json(source, what=what, error=KnowledgeError)
     if not isinstance(data, dict):
-        raise KnowledgeError(f"knowledge file {path} must hold a JSON object {{title: article}}, "
+        raise KnowledgeError(f"{what} {source} must hold a JSON object {{title: article}}, "
                              f"got {type(data).__name__}")
     return data
 
@@ -129,7 +125,7 @@ def _load_json(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[st
 def _rows(data: Mapping[str, Any], passage_chars: int) -> list[tuple[str, str]]:
     rows = []
     for title, value in data.items():
-        article = _article_text(title, value)
+        article = article_text(title, value)
         passages = (article_passages(article, passage_chars) if isinstance(article, str)
                     else [p.strip() for p in article if p.strip()])
         if passages:
@@ -242,7 +238,7 @@ class KnowledgeSource:
         `{topic: {"resolved_title": ..., "extract": text}}` shape of our Wikipedia extracts
         (keyed by the topic, which is the title the datasets use).
         """
-        rows = _rows(_load_json(source), passage_chars)
+        rows = _rows(read_knowledge_json(source), passage_chars)
         path = Path(db_path)
         if path.exists():
             if not overwrite:
@@ -264,7 +260,7 @@ class KnowledgeSource:
         passage_chars: int = DEFAULT_PASSAGE_CHARS,
     ) -> KnowledgeSource:
         """Load a JSON (same shapes as `build_sqlite`) into an in-memory database."""
-        rows = _rows(_load_json(source), passage_chars)
+        rows = _rows(read_knowledge_json(source), passage_chars)
         conn = sqlite3.connect(":memory:", check_same_thread=False)
         cls._write(conn, rows)
         name = "<memory>" if isinstance(source, Mapping) else str(source)

@@ -14,7 +14,6 @@ are cached on disk per corpus.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -27,8 +26,10 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from serc_dspy.errors import ArgumentError
+from serc_dspy.io import read_jsonl_rows
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
-from serc_dspy.text import clean_text, parse_json
+from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def chunk_text(text: str, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[str]:
     matters because the LM judges a fact from the passage alone.
     """
     if chunk_chars < 1:
-        raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")
+        raise ArgumentError(f"chunk_chars must be positive, got {chunk_chars}")
     return _chunk(text.strip(), chunk_chars, 0)
 
 
@@ -136,26 +137,14 @@ def _folder_documents(folder: Path) -> list[Document]:
 
 def _jsonl_documents(path: Path) -> list[Document]:
     """Documents from `{"id", "title", "text"}` lines; the title (else id) is the source."""
-    docs: list[Document] = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if line.strip():
-            docs.append(_jsonl_document(line, number, path))
-    return docs
+    return [_jsonl_document(record, number, path)
+            for number, record in read_jsonl_rows(path, what="corpus file", error=CorpusError)]
 
 
-def _jsonl_document(line: str, number: int, path: Path) -> Document:
-    def bad(reason: str) -> CorpusError:
-        return CorpusError(f"bad jsonl line {number} in {path}: {reason}")
-
-    try:
-        record = parse_json(line)
-    except json.JSONDecodeError as exc:
-        raise bad(f"invalid JSON ({exc.msg})") from exc
-    if not isinstance(record, dict):
-        raise bad(f"expected an object, got {type(record).__name__}")
+def _jsonl_document(record: dict, number: int, path: Path) -> Document:
     text = record.get("text")
     if not isinstance(text, str):
-        raise bad("missing 'text' string")
+        raise CorpusError(f"{path}, line {number}: missing 'text' string")
     source = record.get("title") or record.get("id")
     return (clean_text(str(source)) if source not in (None, "") else f"{path.name}:{number}",
             clean_text(text))
@@ -233,9 +222,9 @@ class LocalCorpus:
                dense: bool = False, encoder: Encoder | None = None,
                cache_dir: str | os.PathLike[str] | bool | None = None) -> None:
         if chunk_chars < 1:
-            raise ValueError(f"chunk_chars must be positive, got {chunk_chars}")
+            raise ArgumentError(f"chunk_chars must be positive, got {chunk_chars}")
         if encoder is not None and not dense:
-            raise ValueError("encoder= is only used with dense=True")
+            raise ArgumentError("encoder= is only used with dense=True")
         # A hybrid ranks differently: its own name keeps a retrieval cache from mixing the two.
         self._name = name.replace("local:", "local-hybrid:", 1) if dense else name
         self.chunk_chars = chunk_chars
@@ -346,7 +335,7 @@ class LocalCorpus:
     def dense_scores(self, query: str) -> np.ndarray:
         """The cosine similarity of every passage to `query`, in corpus order (dense only)."""
         if self._embeddings is None or self._encoder is None:
-            raise ValueError("dense_scores needs a corpus built with dense=True")
+            raise CorpusError("dense_scores needs a corpus built with dense=True")
         from serc_dspy.retrieval.embed import normalize
 
         vector = normalize(np.asarray(self._encoder.encode([query]), dtype=np.float32))[0]

@@ -31,7 +31,7 @@ from tavily.errors import (
 )
 from tavily.errors import TimeoutError as TavilyTimeoutError
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import ArgumentError, UserError
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -116,9 +116,10 @@ class TavilyRetriever:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+            raise ArgumentError(f"timeout must be positive, got {timeout}")
         if max_retries < 0 or backoff < 0:
-            raise ValueError("max_retries and backoff must not be negative")
+            raise ArgumentError(f"max_retries and backoff must not be negative, got "
+                                f"{max_retries} and {backoff}")
         self._key = _read_key()
         self.search_depth = search_depth
         self.max_chars = max_chars

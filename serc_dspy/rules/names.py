@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from serc_dspy.entities import normalize_name
 from serc_dspy.rules.base import Rule, RuleSet, register
+from serc_dspy.text import normalise_name
 
 register(
     Rule("firewall.placeholder", "an empty or placeholder descriptor (\"Name\", "
@@ -54,7 +54,7 @@ def same_name(first: str, second: str, rules: RuleSet | None = None) -> bool:
     A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
     Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
     away, while a short form that starts the same surname's given name is the same person."""
-    a, b = normalize_name(first).split(), normalize_name(second).split()
+    a, b = normalise_name(first).split(), normalise_name(second).split()
     if not a or not b:
         return False
     if a == b:
@@ -81,10 +81,10 @@ def mentions(text: str, name: str, rules: RuleSet | None = None) -> bool:
     counts only where the text gives it as its subject's name ("known professionally as
     Wendy"). The firewall had reset a true bio of the singer Wendy, which opens with her birth
     name, Shon Seung-wan."""
-    words = normalize_name(name).split()
+    words = normalise_name(name).split()
     if not words:
         return False
-    folded = f" {normalize_name(text)} "
+    folded = f" {normalise_name(text)} "
     if len(words) == 1:
         if rules is not None and not rules.on("firewall.known_as"):
             return False
@@ -105,6 +105,6 @@ def names_a_subject(question: str) -> bool:
 
 def names_in(text: str, name: str) -> bool:
     """Every word of `name` (normalised) occurs in `text`: the text talks about it."""
-    words = normalize_name(name).split()
-    have = set(normalize_name(text).split())
+    words = normalise_name(name).split()
+    have = set(normalise_name(text).split())
     return bool(words) and all(w in have for w in words)

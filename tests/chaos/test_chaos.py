@@ -132,18 +132,18 @@ def test_a_configuration_error_inside_a_check_propagates():
 
 def test_serc_run_records_a_failed_decoding_as_an_error_that_resume_retries(tmp_path):
     from serc_dspy.evaluation.datasets import Item
-    from serc_dspy.evaluation.runner import read_jsonl, run_experiment
+    from serc_dspy.evaluation.runner import read_results, run_experiment
 
     items = [Item(id="a", question=QUESTION, draft=DRAFT)]
     out = tmp_path / "run.jsonl"
     lm, _ = dead_lm()
     run_experiment("serc", items, out, retriever=CountingRetriever(), lm=lm, progress=False)
-    [record] = read_jsonl(out)
+    [record] = read_results(out)
     assert record["error"].startswith("decoding failed")
     good, _ = scripted_lm(handlers())
     summary = run_experiment("serc", items, out, retriever=CountingRetriever(), lm=good,
                              progress=False)
-    assert summary.completed == 1 and read_jsonl(out)[0]["error"] is None
+    assert summary.completed == 1 and read_results(out)[0]["error"] is None
 
 
 # -- 3. LM output faults delete facts ----------------------------------------------------------

@@ -26,7 +26,7 @@ from serc_dspy import SERC, LocalCorpus  # noqa: E402
 from serc_dspy.backends.servers import openai_compatible_lm  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
 from serc_dspy.errors import MIN_SECRET_CHARS, UserError, describe, redact  # noqa: E402
-from serc_dspy.evaluation.runner import read_jsonl  # noqa: E402
+from serc_dspy.evaluation.runner import read_results  # noqa: E402
 from serc_dspy.retrieval.base import RetrievalError, as_retriever  # noqa: E402
 
 SECRET = "sk-Zq7pW3xK9mB2vN8rT4yL6cJ1hF5dG0aE"
@@ -131,7 +131,7 @@ def test_a_key_cut_inside_an_error_body_never_reaches_results_or_traces(monkeypa
                              "--trace", str(trace)])
     captured = capsys.readouterr()
     assert run_code == 1 and correct_code == 1  # nothing was verified: a failure
-    records = read_jsonl(out)
+    records = read_results(out)
     assert len(records) == 2 and all("HTTP 500" in r["error"] for r in records)
     assert all("upstream refused" in r["error"] for r in records)  # reported...
     events = json.loads(trace.read_text())["events"]
@@ -194,14 +194,14 @@ def test_a_rejected_key_stops_serc_run_at_the_first_request_with_exit_2(monkeypa
         last = captured.err.strip().splitlines()[-1]
         assert last.startswith("serc: error:") and "rejected the API key" in last
         assert "HTTP 401" in last and "Traceback" not in captured.err
-        assert not out.is_file() or read_jsonl(out) == []  # no item recorded as done
+        assert not out.is_file() or read_results(out) == []  # no item recorded as done
         assert not leaked(outputs(captured, out, tmp_path / "run.meta.json"))
 
         server.status = None  # the key is fixed: a resume runs every item
         code = serc_run(dataset, out, server.spec, "--workers", 4)
     captured = capsys.readouterr()
     assert code in (0, 1) and server.requests > 1
-    assert sorted(r["id"] for r in read_jsonl(out)) == sorted(ENTITIES)
+    assert sorted(r["id"] for r in read_results(out)) == sorted(ENTITIES)
 
 
 # -- 15. resume with other inputs ----------------------------------------------------------------
@@ -331,7 +331,7 @@ def test_report_html_skips_a_malformed_trace_with_a_warning(monkeypatch, capsys,
     run_experiment("serc", [Item(id="good", question=QUESTION, draft=DRAFT),
                             Item(id="broken", question=QUESTION, draft=DRAFT)], out,
                    retriever=CountingRetriever(), lm=lm, progress=False, dataset="bio")
-    records = {r["id"]: r for r in read_jsonl(out)}
+    records = {r["id"]: r for r in read_results(out)}
     records["broken"]["trace"]["sentences"] = "not a list"
     records["broken"]["trace"]["status"] = 42
     out.write_text("".join(json.dumps(records[i]) + "\n" for i in ("good", "broken")))

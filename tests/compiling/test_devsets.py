@@ -10,11 +10,13 @@ from conftest import SHARED_DATA
 
 from serc_dspy.compiling.devsets import (
     DataError,
-    correction_score,
-    fact_f1,
     load_correction_examples,
     load_fact_examples,
     load_verdict_examples,
+)
+from serc_dspy.evaluation.dspy_metrics import (
+    correction_score,
+    fact_f1,
     macro_f1,
     match_facts,
     verdict_metric,
@@ -100,7 +102,7 @@ def test_missing_and_malformed_files_raise_data_errors(tmp_path):
     with pytest.raises(DataError, match="not found"):
         load_verdict_examples(tmp_path / "nope.jsonl")
     (tmp_path / "bad.jsonl").write_text('{"claim": "x"}\n{oops\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"bad.jsonl:2"):
+    with pytest.raises(DataError, match=r"bad.jsonl, line 2: invalid JSON"):
         load_verdict_examples(tmp_path / "bad.jsonl")
 
 

@@ -7,6 +7,7 @@ import pytest
 from eval_fixtures import WIKI, split_facts, supported_if_last_word_in_passages
 from scripted import scripted_lm
 
+from serc_dspy.errors import ArgumentError
 from serc_dspy.evaluation.metrics import (
     AnswerScore,
     FactLabel,
@@ -79,7 +80,7 @@ def test_fact_preservation_is_a_ratio_of_paired_means():
     assert fact_preservation([3, 5, 0], [4, 4, 4]) == pytest.approx(8 / 12)
     assert fact_preservation([6, 6], [5, 5]) == pytest.approx(1.2)  # can exceed 100%
     assert fact_preservation([1], [0]) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError, match="got 2 and 1"):  # a UserError, so a ValueError
         fact_preservation([1, 2], [1])
 
 

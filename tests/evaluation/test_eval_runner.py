@@ -12,7 +12,7 @@ from scripted import scripted_lm
 
 from serc_dspy.errors import UserError
 from serc_dspy.evaluation.datasets import Item
-from serc_dspy.evaluation.runner import read_jsonl, run_experiment
+from serc_dspy.evaluation.runner import read_results, run_experiment
 from serc_dspy.trace import Trace
 
 HELPER = Path(__file__).with_name("slow_run.py")
@@ -109,6 +109,24 @@ def test_a_torn_last_line_is_dropped_and_its_item_rerun(tmp_path):
     assert [r["id"] for r in lines(out)] == ["item-0", "item-1", "item-2"]
 
 
+def test_a_torn_last_line_is_reported_and_any_other_bad_line_is_an_error(tmp_path, caplog):
+    lm, _ = scripted_lm({"AnswerQuestion": lambda i: {"answer": "ok"}})
+    out = tmp_path / "run.jsonl"
+    run_experiment("initial", items(2), out, lm=lm, progress=False)
+    with open(out, "a") as fh:
+        fh.write('{"id": "item-2", "method": "initial", "answ')  # killed mid-write
+    assert [r["id"] for r in read_results(out)] == ["item-0", "item-1"]
+    assert f"{out}, line 3: a torn last line" in caplog.text
+    summary = run_experiment("initial", items(3), out, lm=lm, progress=False)
+    assert (summary.torn, summary.completed) == (1, 1)
+    good = out.read_text().splitlines()
+    out.write_text("\n".join([good[0], '{"id": "item-1", "answ', *good[1:]]) + "\n")
+    with pytest.raises(UserError, match=r"run.jsonl, line 2: invalid JSON"):
+        read_results(out)
+    with pytest.raises(UserError, match=r"run.jsonl, line 2: invalid JSON"):
+        run_experiment("initial", items(3), out, lm=lm, progress=False)
+
+
 def test_empty_draft_is_an_abstention_without_lm_calls(tmp_path):
     lm, engine = scripted_lm({})
     out = tmp_path / "run.jsonl"
@@ -146,7 +164,7 @@ def test_a_killed_run_resumes_without_duplicates_or_recomputation(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if out.exists() and len(read_jsonl(out)) >= 4:
+            if out.exists() and len(read_results(out)) >= 4:
                 break
             if proc.poll() is not None:
                 pytest.fail(f"helper exited early: {proc.stderr.read().decode()[-2000:]}")
@@ -159,7 +177,7 @@ def test_a_killed_run_resumes_without_duplicates_or_recomputation(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    before = {r["id"]: r for r in read_jsonl(out)}
+    before = {r["id"]: r for r in read_results(out)}
     assert 4 <= len(before) < n, "kill came too late to test a resume"
     calls.unlink()
 

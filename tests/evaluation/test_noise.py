@@ -342,6 +342,19 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
     assert summary["hallucinated"]["calls_per_item"] > 0
 
 
+def test_a_bad_halueval_line_is_an_error_naming_it(tmp_path):
+    from serc_dspy.evaluation.benchmarks import load_halueval
+
+    row = {"knowledge": "K.", "question": "Q?", "right_answer": "R", "hallucinated_answer": "H"}
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps(row) + "\n{not json\n" + json.dumps(row) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(UserError, match=r"qa.jsonl, line 2: invalid JSON"):
+        load_halueval(data)
+    data.write_text(json.dumps(row) + "\n\n" + json.dumps(row) + "\n", encoding="utf-8")
+    assert [r["id"] for r in load_halueval(data)] == ["halueval-1", "halueval-2"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["noise", "--articles", "/nonexistent.json", "--method", "serc"], "articles file not found"),
     (["noise", "--articles", "ARTICLES", "--method", "nosuch"], "unknown method 'nosuch'"),

@@ -6,8 +6,9 @@ from scripted import CountingRetriever, entity, scripted_lm
 from test_serc import DRAFT, handlers
 
 from serc_dspy import SERC, LocalCorpus
-from serc_dspy.entities import Descriptor, normalize_name
+from serc_dspy.entities import Descriptor
 from serc_dspy.rules.names import mentions, same_name
+from serc_dspy.text import normalise_name
 
 GROUNDED = "Marie Curie was a physicist and chemist born in Warsaw who won two Nobel Prizes."
 
@@ -167,7 +168,7 @@ def test_mentions_needs_the_whole_name_in_order():
 
 
 def test_name_helpers():
-    assert normalize_name("Dr. Maria Skłodowska-Curie (physicist)") == "maria sklodowska curie"
+    assert normalise_name("Dr. Maria Skłodowska-Curie (physicist)") == "maria sklodowska curie"
     assert same_name("Marie Curie", "Marie Skłodowska Curie")
     assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
     assert not same_name("Marie Curie", "Pierre Curie")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from serc_dspy.errors import UserError
 from serc_dspy.retrieval import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -209,7 +210,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 def test_bad_jsonl_line_names_line_and_reason(tmp_path: Path, bad_line: str, reason: str) -> None:
     good = json.dumps({"id": "1", "title": "ok", "text": "fine text"})
     path = _write(tmp_path / "c.jsonl", f"{good}\n\n{bad_line}\n")
-    with pytest.raises(CorpusError, match=f"bad jsonl line 3 .*: {reason}"):
+    with pytest.raises(CorpusError, match=f"c.jsonl, line 3: {reason}"):
         LocalCorpus(path)
 
 
@@ -326,5 +327,6 @@ def test_as_retriever_wraps_backend_exceptions() -> None:
 
 
 def test_as_retriever_requires_callable() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as info:
         as_retriever("not callable")  # type: ignore[arg-type]
+    assert isinstance(info.value, UserError)  # a configuration error: it aborts a run

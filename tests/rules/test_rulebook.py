@@ -14,6 +14,7 @@ from scripted import entity
 from serc_dspy import SERC, InputError, Trace
 from serc_dspy.cli import main
 from serc_dspy.rules import RULES, RuleSet, UnknownRule, language_of, parse_switches, rule_table
+from serc_dspy.view import render_trace
 
 MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
            test_agree]
@@ -95,5 +96,5 @@ def test_rulings_round_trip_with_the_trace_and_reach_the_view():
     assert trace.rulings and trace.fact("f0.0").lm_verdict == "CONTRADICTED"
     again = Trace.from_json(trace.to_json())
     assert again == trace and again.rulings == trace.rulings
-    page = trace.to_html()
+    page = render_trace(trace)
     assert 'data-rule="rewrite.in_place"' in page and 'data-rule="rewrite.too_short"' in page

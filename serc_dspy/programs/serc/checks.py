@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from serc_dspy.errors import MalformedOutput
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import (
     NO_PASSAGES_EVIDENCE,
@@ -175,7 +176,7 @@ class CheckNodes(Stage):
             check.query = (await run.call("query_writer", subject=subject,
                                           facts=[f.text for f in facts])).query.strip()
         if not check.query:
-            raise ValueError("the query writer returned an empty query")
+            raise MalformedOutput("the query writer returned an empty query")
         if not self.settings.use_retrieval:
             check.evidence_source = "parametric"
             check.evidence = (await run.call("recaller", query=check.query)).evidence.strip()
