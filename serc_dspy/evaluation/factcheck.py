@@ -262,7 +262,8 @@ def decide_by_words(claim: BenchClaim, draft: str, answer: str) -> Decision:
         if _states(removed, shared, windows):
             return Decision(outcome="left", path="details")
         if added and _states(added, shared, windows) or \
-                not added and _coverage(shared, windows) >= KEPT_ALL:
+                not added and _coverage(shared, windows) >= KEPT_ALL or \
+                _states_a_value_in_range(claim.revised, added, shared, windows):
             return Decision(outcome="fixed", path="details")
         return Decision(outcome="removed", path="details")
     if not words:
@@ -273,6 +274,24 @@ def decide_by_words(claim: BenchClaim, draft: str, answer: str) -> Decision:
     if coverage < REMOVED_BELOW:
         return Decision(outcome="removed", path="details")
     return Decision()
+
+
+_RANGE = re.compile(r"\b(\w+)\s*(?:to|-|–)\s*(\w+)\b")
+
+
+def _states_a_value_in_range(revised: str, added: set[str], shared: set[str],
+                             windows: list[set[str]]) -> bool:
+    """A revision that gives a range ("six to seven new stars") is stated by an answer that
+    gives any number in it ("about 7 stars"), beside the rest of what it adds."""
+    for low, high in _RANGE.findall(revised.lower()):
+        a, b = (_NUMBER_WORDS.get(low, low), _NUMBER_WORDS.get(high, high))
+        if not (a.isdigit() and b.isdigit()) or int(b) - int(a) > 1000:
+            continue
+        values = {str(v) for v in range(int(a), int(b) + 1)}
+        rest = added - values
+        if any(_states(rest | {v}, shared, windows) for v in values):
+            return True
+    return False
 
 
 # -- the judge ----------------------------------------------------------------------------------

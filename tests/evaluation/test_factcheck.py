@@ -264,3 +264,26 @@ def test_bench_compare_refuses_unscored_runs_and_unknown_figures(tmp_path, capsy
     run.write_text("{}\n", encoding="utf-8")
     assert main(["bench", "compare", str(run), str(run)]) == 2
     assert "no scores next to it" in capsys.readouterr().err
+
+
+def test_a_revision_that_gives_a_range_is_stated_by_a_number_in_it():
+    claim = BenchClaim(index=0, sentence=0, label="false",
+                       sentence_text="The Milky Way produces about one new star per year.",
+                       text="The Milky Way produces about one new star per year on average.",
+                       revised="The Milky Way produces six to seven new stars per year on average.")
+    draft = "It is thought that the Milky Way produces about one new star per year."
+    fixed = decide_by_words(claim, draft, "The Milky Way is estimated to produce about 7 stars "
+                                          "per year on average.")
+    assert (fixed.outcome, fixed.path) == ("fixed", "details")
+    assert decide_by_words(claim, draft, "The Milky Way produces about 9 stars per year on "
+                                         "average.").outcome == "removed"
+
+
+def test_the_shipped_labels_load_and_the_word_paths_agree_with_them():
+    from serc_dspy.evaluation.factcheck import load_labels, packaged_labels
+
+    labels = load_labels(packaged_labels())
+    assert len(labels) >= 30 and {r.outcome for r in labels} >= {"fixed", "kept", "removed"}
+    decided = [(decide_by_words(r.claim, r.draft, r.answer).outcome, r.outcome) for r in labels]
+    decided = [(a, b) for a, b in decided if a is not None]
+    assert decided and sum(a == b for a, b in decided) / len(decided) >= 0.9
