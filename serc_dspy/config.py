@@ -112,6 +112,8 @@ class RunOptions(BaseModel):
     rules: dict[str, bool] = {}
     """Rule id -> on/off (`--rule +ID` / `--rule -ID`)."""
     fact_evidence: bool = False
+    evidence_window: int | None = None
+    """Sentences of each passage a cited verdict sees, around the one about its claim."""
     reconstruct: Literal["rebuild", "minimal"] | None = None
 
     def __init__(self, **data: Any) -> None:
@@ -324,6 +326,9 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
         add(parser, "--fact-evidence", action="store_true",
             help="SERC methods: search each fact's own text too and show each verdict its own "
                  "passages first")
+        add(parser, "--evidence-window", type=positive, default=None, metavar="SENTENCES",
+            help="SERC methods with cited verdicts: show each verdict only this many sentences "
+                 "of each passage, around the one about its claim")
         add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
             help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
                  "each correction in place (minimal)")
@@ -405,7 +410,8 @@ def method_options(options: RunOptions, *, progress: Any = None) -> dict[str, An
                                              ("use_retrieval", options.retrieval)) if not on})
     given = {"density": options.density, "max_facts_per_check": options.max_facts_per_check,
              "rules": dict(options.rules) or None, "fact_evidence": options.fact_evidence or None,
-             "reconstruct": options.reconstruct, "deadline_s": options.deadline,
+             "evidence_window": options.evidence_window, "reconstruct": options.reconstruct,
+             "deadline_s": options.deadline,
              "progress": progress}
     out.update({name: value for name, value in given.items() if value is not None})
     if options.compiled or options.frozen:

@@ -16,7 +16,7 @@ from serc_dspy.programs.serc import SERC
 SERC_ONLY_OPTIONS = {"firewall", "use_retrieval", "density", "max_facts_per_check",
                      "match_cutoff", "polish_temperature", "queries", "evidence", "verdicts",
                      "max_sentences", "max_facts_per_sentence", "compiled", "rules",
-                     "fact_evidence", "reconstruct", "verifier"}
+                     "fact_evidence", "evidence_window", "reconstruct", "verifier"}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from serc_dspy.errors import StepFailed, UserError, WrongArgumentType
-from serc_dspy.text import clean_text
+from serc_dspy.text import clean_text, split_sentences, words
 from serc_dspy.trace import Passage
 
 DEFAULT_TOP_K = 8
@@ -42,6 +42,27 @@ class Retriever(Protocol):
     """
 
     def __call__(self, query: str, k: int) -> list[Passage]: ...
+
+
+def _content_words(text: str) -> set[str]:
+    """Lower-cased words that carry content: numbers, and words longer than three letters
+    (which drops most function words without a stopword list)."""
+    return {word.lower() for word in words(text) if len(word) > 3 or word[0].isdigit()}
+
+
+def passage_window(passage: Passage, query: str, sentences: int) -> Passage:
+    """The passage cut to `sentences` consecutive sentences around the one that shares the
+    most words with `query` (its source kept): a verdict reads the part of a passage about its
+    claim, and the engine processes a third of the tokens. A passage with no matching sentence
+    keeps its first `sentences`."""
+    parts = split_sentences(passage.text)
+    if len(parts) <= sentences:
+        return passage
+    wanted = _content_words(query)
+    scores = [len(wanted & _content_words(part)) for part in parts]
+    best = max(range(len(parts)), key=lambda i: scores[i]) if any(scores) else 0
+    start = max(0, min(best - (sentences - 1) // 2, len(parts) - sentences))
+    return passage.model_copy(update={"text": " ".join(parts[start:start + sentences])})
 
 
 def cap_context(passages: list[Passage], max_chars: int = DEFAULT_CONTEXT_CHARS) -> list[Passage]:

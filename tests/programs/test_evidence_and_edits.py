@@ -62,3 +62,31 @@ def test_minimal_reconstruction_keeps_the_draft_sentence_and_calls_no_rewriter()
                   "Paris.").trace
     assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
     assert engine.of("RewriteSentence") == [] and trace.ruled("rewrite.in_place", "s0")
+
+
+def test_an_evidence_window_shows_each_verdict_the_sentences_about_its_claim():
+    long_corpus = LocalCorpus.from_texts({"a.txt": (
+        "Marie Curie was born in Warsaw in 1867. Her father taught mathematics. "
+        "Her mother ran a boarding school. She moved to France in 1891. "
+        "She studied at the Sorbonne in Paris.")})
+    lm, engine = scripted_lm(handlers(
+        AtomicFacts=lambda i: {"facts": FACTS[:2]},
+        QuoteAndJudge=lambda i: {"quote": "", "verdict": "SUPPORTED"}))
+    program = SERC(retriever=long_corpus, top_k=1, verdicts="fact", evidence="passages",
+                   queries="facts", evidence_window=2)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        program(question="Tell me a bio of Marie Curie.", draft=DRAFT)
+    seen = {c["inputs"]["claim"]: c["inputs"]["evidence"] for c in engine.of("QuoteAndJudge")}
+    born, studied = seen[FACTS[0]], seen[FACTS[1]]
+    assert "born in Warsaw" in born and "Sorbonne" not in born and "boarding" not in born
+    assert "Sorbonne" in studied and "born in Warsaw" not in studied
+    assert "a.txt" in born and "a.txt" in studied  # the source stays with the cut passage
+
+
+def test_an_evidence_window_below_one_sentence_is_refused():
+    import pytest
+
+    from serc_dspy.errors import UserError
+
+    with pytest.raises(UserError, match="evidence_window"):
+        SERC(retriever=CORPUS, evidence_window=0)

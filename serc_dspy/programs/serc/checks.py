@@ -17,7 +17,7 @@ from serc_dspy.programs.serc.common import (
     node_order,
     subject_name,
 )
-from serc_dspy.retrieval.base import RetrievalError, cap_context
+from serc_dspy.retrieval.base import RetrievalError, cap_context, passage_window
 from serc_dspy.rules.agree import MIN_AGREEING, contradicting
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.hygiene import clean_facts, not_a_statement, split_clauses, subject_pronouns
@@ -226,13 +226,17 @@ class CheckNodes(Stage):
 
     def evidence_for(self, check: Check, fact: Fact) -> str:
         """What one fact's verdict reads: its own passages first, then the check's, within
-        the context budget; the check's evidence when there are no per-fact passages."""
-        if not fact.own_passages or self.settings.evidence != "passages":
+        the context budget, each cut to the sentences about the fact when `evidence_window`
+        is set; the check's evidence when neither applies."""
+        window = self.settings.evidence_window
+        if self.settings.evidence != "passages" or not (fact.own_passages or window):
             return check.evidence
         order = fact.own_passages + [i for i in range(len(check.passages))
                                      if i not in fact.own_passages]
-        return format_passages(cap_context([check.passages[i] for i in order],
-                                           self.settings.context_chars))
+        passages = [check.passages[i] for i in order]
+        if window:
+            passages = [passage_window(p, fact.text, window) for p in passages]
+        return format_passages(cap_context(passages, self.settings.context_chars))
 
     async def judge(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """Set each fact's syndrome. `verdicts="check"`: one call judges the whole check node

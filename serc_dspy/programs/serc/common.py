@@ -45,6 +45,7 @@ class Settings:
     max_sentences: int = 100
     max_facts_per_sentence: int = 12
     fact_evidence: bool = False
+    evidence_window: int | None = None
     reconstruction: str = "rebuild"
     claim_verifier: Any = None
     max_workers: int = 8

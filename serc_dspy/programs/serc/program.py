@@ -93,7 +93,7 @@ def _setting(name: str) -> property:
 
 OPTIONS = ("firewall", "use_retrieval", "density", "max_facts_per_check", "match_cutoff",
            "polish_temperature", "queries", "evidence", "verdicts", "max_sentences",
-           "max_facts_per_sentence", "fact_evidence", "claim_verifier")
+           "max_facts_per_sentence", "fact_evidence", "evidence_window", "claim_verifier")
 
 
 class SERC(TracedProgram):
@@ -135,6 +135,9 @@ class SERC(TracedProgram):
             the valid ones). Every firing is a `Ruling` in the trace.
         fact_evidence: besides the check node's query, search each fact's own text too (no
             LM call) and show each verdict its own fact's passages first.
+        evidence_window: with `evidence="passages"` and cited verdicts, show each verdict only
+            this many sentences of each passage, around the one about its claim (the source
+            kept): fewer prompt tokens for the engine to process.
         reconstruct: "rebuild" (the paper) rewrites a changed sentence from its facts;
             "minimal" makes each correction in place in the draft's sentence (a pruned fact
             takes out its own clause) and rewrites only when an edit cannot be placed.
@@ -179,6 +182,7 @@ class SERC(TracedProgram):
         compiled: str | Path | None = "auto",
         rules: dict[str, bool] | None = None,
         fact_evidence: bool = False,
+        evidence_window: int | None = None,
         reconstruct: Reconstruction = "rebuild",
         verifier: Any = None,
         **options: Any,
@@ -197,6 +201,8 @@ class SERC(TracedProgram):
                                             f"{verdicts!r}"),
             (max_sentences >= 1 and max_facts_per_sentence >= 1,
              "max_sentences and max_facts_per_sentence must be at least 1"),
+            (evidence_window is None or evidence_window >= 1,
+             f"evidence_window must be at least 1 sentence, got {evidence_window}"),
             (reconstruct in ("rebuild", "minimal"), f"reconstruct must be 'rebuild' or "
                                                     f"'minimal', got {reconstruct!r}"),
             (verifier is None or callable(getattr(verifier, "averify", None)),
@@ -214,7 +220,8 @@ class SERC(TracedProgram):
             match_cutoff=match_cutoff, polish_temperature=polish_temperature,
             queries=queries, evidence=evidence, verdicts=verdicts,
             max_sentences=max_sentences, max_facts_per_sentence=max_facts_per_sentence,
-            fact_evidence=fact_evidence, reconstruction=reconstruct,
+            fact_evidence=fact_evidence, evidence_window=evidence_window,
+            reconstruction=reconstruct,
             claim_verifier=verifier, max_workers=self.max_workers, rules=self.rules)
         self.entities = EntityFirewall(self.settings)
         self.checks = CheckNodes(self.settings)
