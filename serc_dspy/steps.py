@@ -348,6 +348,7 @@ class Run:
                 with self.lock:
                     self.trace.usage.record(spec.usage, model, usage)
 
+            started = time.monotonic()
             try:
                 return await tracked_acall(predictor, record, lm=self.lm_for(name),
                                            adapter=self.adapter, **inputs)
@@ -360,6 +361,11 @@ class Run:
                     RETRY_TEMPERATURE, (inputs.get("config") or {}).get("temperature") or 0.0)}
                 return await tracked_acall(predictor, record, lm=self.lm_for(name),
                                            adapter=self.adapter, **{**inputs, "config": config})
+            finally:
+                with self.lock:
+                    self.trace.usage.record(spec.usage, model_name(self.lm_for(name)
+                                                                   or dspy.settings.lm),
+                                            StepUsage(seconds=time.monotonic() - started))
         finally:
             self._slots.release()
 

@@ -149,6 +149,9 @@ class StepUsage(BaseModel):
     and OpenAI as `prompt_tokens_details.cached_tokens`; 0 where an engine reports nothing):
     `prompt_tokens - cached_prompt_tokens` is what the engine really processed."""
     completion_tokens: int = 0
+    seconds: float = 0.0
+    """Wall seconds of the calls, summed (concurrent calls overlap, so a step's seconds can
+    exceed the run's wall time)."""
 
     @property
     def total_tokens(self) -> int:
@@ -162,6 +165,7 @@ class StepUsage(BaseModel):
         self.prompt_tokens += other.prompt_tokens
         self.cached_prompt_tokens += other.cached_prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
 
 
 class Usage(BaseModel):

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from serc_dspy.backends.models import ModelError, Part, cache_dir, part_file
+from serc_dspy.cpu import default_threads
 from serc_dspy.errors import ArgumentError
 from serc_dspy.retrieval.base import CorpusError
 
@@ -88,14 +89,6 @@ def _verified_bytes(part: Part) -> bytes:
             f"{part.dist}: {path} has sha256 {digest}, expected {part.sha256}; the file is "
             f"corrupt or not the pinned version: reinstall it ({REINSTALL_HINT[part.dist]})")
     return data
-
-
-def default_threads() -> int:
-    """The cores this process may run on (its CPU affinity where the OS tells it)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS and Windows have no sched_getaffinity
-        return max(1, os.cpu_count() or 1)
 
 
 class MiniLMEncoder:
