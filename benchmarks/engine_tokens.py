@@ -10,10 +10,9 @@ it fixed. The settings are compared in one run, as ratios.
 `--busy` decodes each setting twice: on the idle machine, and while a plain busy loop (started
 and stopped here) keeps one core taken. A setting is `today`, `new`, or a name followed by
 `:key=value,...` over `today` (`--config t1:threads=1`). Keys: `threads` (llama.cpp worker
-threads; default every core), `poll` (llama.cpp's busy-wait level 0-100), `route_slots`
-(0/1: send a stage's calls to the slot holding its prefix), and `flags` (extra `serc correct`
-options, `;`-separated: `flags=--evidence-window 3`). Not part of the test run: it decodes
-with a real model for minutes.
+threads; default every core), `poll` (llama.cpp's busy-wait level 0-100), and `flags` (extra
+`serc correct` options, `;` for a space: `flags=--evidence-window;3`). Not part of the test
+run: it decodes with a real model for minutes.
 """
 
 from __future__ import annotations
@@ -35,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 PRESETS = {
-    "today": {"threads": None, "poll": 50, "route_slots": 0, "flags": ""},
-    "new": {"threads": None, "poll": 50, "route_slots": 1, "flags": "--evidence-window 3"},
+    "today": {"threads": None, "poll": 50, "flags": ""},
+    "new": {"threads": None, "poll": 50, "flags": ""},
 }
 """`today` is the release before the token work; `new` is what this release ships."""
 
@@ -60,13 +59,22 @@ def spin() -> None:
 
 
 def planted_fixed(answer: str) -> list[bool]:
-    """Each planted error of examples/draft_errors.json: its wrong words gone, its right
-    words in the answer."""
+    """Each planted error of examples/draft_errors.json fixed: some sentence of the answer
+    states the right detail (the right phrase's own words and the numbers both phrases share)
+    and none still states the wrong one. A sentence is the unit, so "Chemistry" in the true
+    1911 prize does not count against the fixed 1903 one."""
+    from serc_dspy.text import split_sentences, words
+
+    sentences = [set(words(sentence)) for sentence in split_sentences(answer)]
     fixed = []
     for error in json.loads((EXAMPLES / "draft_errors.json").read_text()):
-        wrong = set(error["wrong"].split()) - set(error["right"].split())
-        right = set(error["right"].split()) - set(error["wrong"].split())
-        fixed.append(not any(w in answer for w in wrong) and all(w in answer for w in right))
+        wrong, right = set(words(error["wrong"])), set(words(error["right"]))
+        numbers = {word for word in wrong & right if word[0].isdigit()}
+
+        def stated(own, numbers=numbers):
+            return any(own | numbers <= sentence for sentence in sentences)
+
+        fixed.append(stated(right - wrong) and not stated(wrong - right))
     return fixed
 
 
@@ -80,7 +88,6 @@ def child(model: str, setting: dict, result_path: Path) -> None:
 
     def with_setting(self, *args, **kwargs):
         kwargs.setdefault("poll", setting["poll"])
-        kwargs.setdefault("route_slots", bool(setting["route_slots"]))
         kwargs.setdefault("n_threads", setting["threads"])
         plain(self, *args, **kwargs)
 
@@ -140,7 +147,8 @@ def table(run: dict) -> list[str]:
         rows.append(f"| {stage} | {usage['calls']} | {usage['prompt_tokens']:,} | "
                     f"{usage['cached_prompt_tokens']:,} | {uncached(usage):,} | "
                     f"{usage['completion_tokens']:,} | {usage['seconds']:.0f} |")
-    return rows + [""]
+    return rows + ["", "answer:", "", *(f"> {line}" for line in run["answer"].splitlines()),
+                   ""]
 
 
 def ratio_lines(runs: list[dict]) -> list[str]:

@@ -12,8 +12,6 @@ it, so tests and CLI commands that build several LMs load the weights once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,57 +35,7 @@ DEFAULT_POLL = 50
 default. `benchmarks/engine_tokens.py` compares it with 0 on an idle and a busy machine."""
 
 _servers: dict[tuple, Any] = {}
-_routers: dict[tuple, SlotRouter] = {}
 _servers_lock = threading.Lock()
-
-
-class SlotRouter:
-    """Which of the server's slots a request goes to.
-
-    Each slot keeps the KV cache of the last prompt it processed, so a request whose shared
-    part (system message, instructions, demos: everything before the last message) equals
-    that of the slot's last request is processed from the first per-call token on. A request
-    goes to the free slot that last served its prefix; with none free it goes to any free slot
-    (continuous batching still overlaps concurrent calls); with every slot busy it waits for
-    its prefix's slot. llama.cpp's own choice (longest common prefix among idle slots) sees
-    only the slots idle at that instant and can split one stage's calls across slots.
-    """
-
-    def __init__(self, slots: int) -> None:
-        self.slots = slots
-        self.busy = [0] * slots
-        self.home: dict[str, int] = {}
-        self.last_used = [0] * slots
-        self.clock = 0
-        self.lock = threading.Lock()
-
-    def acquire(self, prefix: str) -> int:
-        with self.lock:
-            home = self.home.get(prefix)
-            free = [slot for slot in range(self.slots) if not self.busy[slot]]
-            if home is not None and (not self.busy[home] or not free):
-                slot = home
-            elif free:
-                homes = set(self.home.values())  # keep other prefixes' slots where we can
-                slot = min(free, key=lambda s: (s in homes, self.last_used[s]))
-            else:
-                slot = min(range(self.slots), key=lambda s: self.busy[s])
-            self.busy[slot] += 1
-            self.clock += 1
-            self.last_used[slot] = self.clock
-            self.home[prefix] = slot
-            return slot
-
-    def release(self, slot: int) -> None:
-        with self.lock:
-            self.busy[slot] -= 1
-
-
-def prefix_key(body: dict[str, Any]) -> str:
-    """What calls of one stage share: every message but the last, and the output schema."""
-    shared = {"messages": (body.get("messages") or [])[:-1],
-              "format": body.get("response_format")}
-    return hashlib.sha256(json.dumps(shared, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def llama_server(model_path: Path, *, n_ctx: int, n_parallel: int, n_threads: int | None = None,
@@ -117,8 +65,7 @@ def llama_server(model_path: Path, *, n_ctx: int, n_parallel: int, n_threads: in
                 _servers[key] = xllamacpp.Server(params)
             except Exception as exc:
                 raise BackendError(f"llama.cpp could not load {model_path}: {exc}") from exc
-            _routers[key] = SlotRouter(n_parallel)
-        return _servers[key], _routers[key]
+        return _servers[key]
 
 
 class LlamaServerEngine(ChatEngine):
@@ -126,7 +73,7 @@ class LlamaServerEngine(ChatEngine):
 
     def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT_TOKENS,
                  n_parallel: int = DEFAULT_SLOTS, n_threads: int | None = None,
-                 poll: int = DEFAULT_POLL, route_slots: bool = True,
+                 poll: int = DEFAULT_POLL,
                  max_list_items: int = DEFAULT_MAX_LIST_ITEMS, model_name: str | None = None):
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
@@ -137,18 +84,20 @@ class LlamaServerEngine(ChatEngine):
             raise BackendError(f"need n_threads >= 1 and 0 <= poll <= 100, got {n_threads}, "
                                f"{poll}")
         self.n_ctx, self.n_parallel, self.n_threads = n_ctx, n_parallel, n_threads
-        self.poll, self.route_slots = poll, route_slots
+        self.poll = poll
         self.max_list_items = max_list_items
         self.model_name = model_name
         self.name = model_name or self.model_path.stem
 
-    def _served(self):
-        return llama_server(self.model_path, n_ctx=self.n_ctx, n_parallel=self.n_parallel,
-                            n_threads=self.n_threads, poll=self.poll)
-
     @property
     def server(self):
-        return self._served()[0]
+        """Slots are llama.cpp's own choice: the idle slot whose cached prompt shares the
+        longest prefix with the request. Measured on the main job (benchmarks/measured/
+        engine_tokens.md), it served more prompt tokens from cache than routing each stage's
+        calls to one slot: the calls of one check node share their evidence, not only the
+        stage's instructions and demos, and the longest-prefix choice sees that."""
+        return llama_server(self.model_path, n_ctx=self.n_ctx, n_parallel=self.n_parallel,
+                            n_threads=self.n_threads, poll=self.poll)
 
     @property
     def url(self) -> str:
@@ -156,19 +105,12 @@ class LlamaServerEngine(ChatEngine):
         return f"{self.server.listening_address}/v1"
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
-        server, router = self._served()
-        if not self.route_slots:
-            return server.handle_chat_completions(body)
-        slot = router.acquire(prefix_key(body))
-        try:
-            return server.handle_chat_completions({**body, "id_slot": slot})
-        finally:
-            router.release(slot)
+        return self.server.handle_chat_completions(body)
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": str(self.model_path), "n_ctx": self.n_ctx,
                 "n_parallel": self.n_parallel, "n_threads": self.n_threads, "poll": self.poll,
-                "route_slots": self.route_slots, "max_list_items": self.max_list_items,
+                "max_list_items": self.max_list_items,
                 "model_name": self.model_name}
 
     @classmethod
@@ -179,7 +121,6 @@ class LlamaServerEngine(ChatEngine):
         return cls(path, n_ctx=state.get("n_ctx", DEFAULT_CONTEXT_TOKENS),
                    n_parallel=state.get("n_parallel", DEFAULT_SLOTS),
                    n_threads=state.get("n_threads"), poll=state.get("poll", DEFAULT_POLL),
-                   route_slots=state.get("route_slots", True),
                    max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
                    model_name=state.get("model_name"))
 

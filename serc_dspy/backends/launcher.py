@@ -207,8 +207,11 @@ def sglang_command(
     extra_args: Sequence[str] = (),
     python: str = sys.executable,
 ) -> list[str]:
+    """The launch command. `--enable-cache-report` makes SGLang report the prompt tokens its
+    radix cache served (`prompt_tokens_details.cached_tokens`), which the trace records."""
     return [python, "-m", "sglang.launch_server", "--model-path", model_path, "--host", host,
-            "--port", str(port), "--tp-size", str(tp_size), *extra_args]
+            "--port", str(port), "--tp-size", str(tp_size), "--enable-cache-report",
+            *extra_args]
 
 
 def sglang_server(

@@ -15,10 +15,14 @@ MIN_AGREEING = 2
 register(
     Rule("agree.contradiction", "a contradicted fact is changed (corrected or pruned) only "
          "when two independent signals say CONTRADICTED: a cited verdict whose quote "
-         "witnesses the conflict (or the group's verdict), a second verdict by another prompt "
-         "on the fact's own passages, the claim verifier; one signal alone leaves it "
-         "`disputed`, in the draft's words", "each wrong CONTRADICTED on a true fact was an "
-         "edit the user did not ask for", thresholds={"min_agreeing": MIN_AGREEING}),
+         "witnesses the conflict (or the group's verdict), a quote, found in the evidence, "
+         "that gives exactly one of the claim's details another value (a witnessed swap, "
+         "compared word by word, not judged by the LM), a second verdict by another prompt on "
+         "the fact's own passages, the claim verifier; one signal alone leaves it `disputed`, "
+         "in the draft's words", "each wrong CONTRADICTED on a true fact was an edit the user "
+         "did not ask for; a witnessed swap is the case the LM misses most (the main job's "
+         "\"Chemistry in 1903\", judged SUPPORTED twice against a quote saying Physics)",
+         thresholds={"min_agreeing": MIN_AGREEING}),
     Rule("agree.not_found", "a NOT_FOUND fact is pruned only when no passage of its check "
          "mentions its key details (numbers and names, else its content words); otherwise it "
          "stays `unverified`", "grouped checks retrieve passages about the other facts; a "
@@ -45,6 +49,12 @@ def mentioned(fact: str, subject: str, passages: list[str]) -> bool:
         if any(w in have for w in wanted if is_number(w) or len(w) > 2):
             return True
     return False
+
+
+def swap_witnessed(witness) -> bool:
+    """A quote that gives exactly one of the claim's details another value (`Witness.old`
+    -> `Witness.new`): an independent, word-level signal."""
+    return witness is not None and bool(witness.old) and bool(witness.new)
 
 
 def contradicting(votes: dict[str, str]) -> int:

@@ -130,6 +130,7 @@ def test_sglang_command_and_missing_sglang():
                              extra_args=["--mem-fraction-static", "0.8"])
     assert command[1:3] == ["-m", "sglang.launch_server"]
     assert command[command.index("--tp-size") + 1] == "2"
+    assert "--enable-cache-report" in command  # the trace records SGLang's cached tokens
     assert command[-2:] == ["--mem-fraction-static", "0.8"]
     try:
         import sglang  # noqa: F401

@@ -55,3 +55,15 @@ def test_a_not_found_fact_its_passages_mention_stays_unverified():
     painting = next(f for f in trace.facts if "painting" in f.text)
     assert painting.status == "pruned" and not trace.ruled("agree.not_found", painting.id)
     assert not cited().ruled("agree.not_found")
+
+
+def test_a_witnessed_swap_is_a_signal_of_its_own():
+    # the main job's "Chemistry in 1903": the LM judged SUPPORTED and its second verdict
+    # agreed, but the quote it cited gives the detail another value
+    trace = cited(JudgeFact=lambda i: {"verdict": "SUPPORTED"})
+    born = next(f for f in trace.facts if "born" in f.text)
+    assert born.witness is not None and born.witness.new == "Warsaw"
+    assert born.votes["swap"] == "CONTRADICTED" and born.status == "corrected"
+    assert born.second_verdict is None  # two signals agreed: no second verdict was asked
+    assert not trace.ruled("agree.contradiction", born.id)
+    assert "Warsaw" in trace.answer

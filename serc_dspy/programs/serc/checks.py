@@ -18,7 +18,7 @@ from serc_dspy.programs.serc.common import (
     subject_name,
 )
 from serc_dspy.retrieval.base import RetrievalError, cap_context, passage_window
-from serc_dspy.rules.agree import MIN_AGREEING, contradicting
+from serc_dspy.rules.agree import MIN_AGREEING, contradicting, swap_witnessed
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.hygiene import clean_facts, not_a_statement, split_clauses, subject_pronouns
 from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
@@ -296,8 +296,9 @@ class CheckNodes(Stage):
     async def agree(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """`agree.contradiction`: a contradicted fact is changed only when two independent
         signals say CONTRADICTED (its verdict, when witnessed by its quote or given for the
-        whole group; a second verdict by another prompt on its own passages; the claim
-        verifier). One alone leaves it `disputed`, in the draft's words."""
+        whole group; a witnessed one-detail swap; a second verdict by another prompt on its
+        own passages, asked only when the others do not already agree; the claim verifier).
+        One alone leaves it `disputed`, in the draft's words."""
         wrong = [f for f in facts if f.verdict == "CONTRADICTED"]
         if not wrong or not run.on("agree.contradiction"):
             return
@@ -306,17 +307,19 @@ class CheckNodes(Stage):
             if self.settings.verdicts == "check" or fact.witness is not None:
                 signal = "cited" if self.settings.verdicts == "fact" else "check"
                 fact.votes[signal] = "CONTRADICTED"
+            if swap_witnessed(fact.witness):
+                fact.votes["swap"] = "CONTRADICTED"
 
             async def second(fact=fact, evidence=evidence) -> str:
                 return (await run.call("single_verifier", evidence=evidence,
                                        claim=fact.text)).verdict
-            if fact.second_verdict is None:
+            if fact.second_verdict is not None:
+                fact.votes["second"] = fact.second_verdict
+            elif contradicting(fact.votes) < MIN_AGREEING:  # else agreed without a call
                 vote = await run.attempt("detect", f"second verdict on fact {fact.id} failed",
                                          second, None)
                 if vote is not None:
                     fact.second_verdict = fact.votes["second"] = vote
-            else:
-                fact.votes["second"] = fact.second_verdict
             if self.settings.claim_verifier is not None:
                 texts = [p.text for p in check.passages] or [check.evidence]
                 judged = await run.attempt("detect", f"the claim verifier failed on {fact.id}",
