@@ -322,7 +322,7 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
                  "compiled state")
         add(parser, "--rule", action="append", default=[], metavar="+ID|-ID",
             help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; repeatable (SERC "
-                 "methods; see the README's rule table)")
+                 "methods; see the rule table in docs/rules.md)")
         add(parser, "--fact-evidence", action="store_true",
             help="SERC methods: search each fact's own text too and show each verdict its own "
                  "passages first")
