@@ -4,7 +4,7 @@ No compiler is needed: `xllamacpp` ships a prebuilt CPU wheel. Its server is thr
 `n_parallel` slots and continuous batching, so the check nodes SERC runs concurrently really
 overlap in the engine, and each slot keeps a prompt cache (a repeated system message is not
 processed twice). Requests are the same OpenAI chat-completions bodies the HTTP backends send
-(`backends/chat_format.py`), with each signature's JSON schema enforced by llama.cpp's grammar engine.
+(`backends/chat_format.py`), each signature's JSON schema enforced by llama.cpp's grammar.
 
 One server is loaded per model file and settings in a process and shared by every LM built for
 it, so tests and CLI commands that build several LMs load the weights once.
