@@ -180,8 +180,8 @@ def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int
 def with_stage_intervals(result: dict[str, Any]) -> dict[str, Any]:
     """A stage's score (percent) and macro-F1 with their 95% bootstrap intervals over
     examples; the per-example values stay in the JSON for `serc bench compare`-style reuse."""
-    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
     from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
+    from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
 
     values = result.get("values")
     if not values:
@@ -285,8 +285,8 @@ def pair_verdicts(stage: str, serc, examples: list[dspy.Example], progress: bool
     `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), or
     `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
     agrees, as `agree.contradiction` decides)."""
-    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
     from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
+    from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
     from serc_dspy.rules.quotes import hold_to_quote, opening_name
 
     started = time.monotonic()

@@ -30,7 +30,7 @@ from serc_dspy.compiling.devsets import (
     load_verdict_examples,
 )
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.dspy_metrics import (
+from serc_dspy.evaluation.metrics.dspy_metrics import (
     VERDICT_LABELS,
     correction_metric,
     facts_metric,

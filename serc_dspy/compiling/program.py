@@ -4,8 +4,8 @@ the planted-error metric on drafts with known errors (`serc compile --stage serc
 A stage compile (`compile.py`) tunes one predictor against its own labels; this one lets an
 optimizer such as `BootstrapFewShot` trace complete decodings and keep, for every predictor,
 the demos of runs that fixed their planted errors. Examples come from an articles file
-(`serc_dspy.evaluation.dspy_metrics.planted_error_examples`): train and dev are different
-bios, so the dev score is on articles nothing was chosen by. The retriever is BM25 over the
+(`evaluation.metrics.dspy_metrics.planted_error_examples`): train and dev are different bios,
+so the dev score is on articles nothing was chosen by. The retriever is BM25 over the
 bodies of every drafted article (leads removed), the planted-error benchmark's corpus.
 """
 
@@ -47,8 +47,8 @@ def find_articles(data: str | os.PathLike[str]) -> Path:
 def load_program_data(data: str | os.PathLike[str], *, train: int, dev: int, seed: int = 0,
                       errors: int = 2, sentences: int = 3) -> tuple[Split, Any]:
     """Planted-error examples (train bios, then dev bios) and the retriever they decode with."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_examples
     from serc_dspy.evaluation.injection import corpus_articles, load_articles, make_drafts
+    from serc_dspy.evaluation.metrics.dspy_metrics import planted_error_examples
     from serc_dspy.retrieval.knowledge import KnowledgeSource
 
     path = find_articles(data)
@@ -69,7 +69,7 @@ def load_program_data(data: str | os.PathLike[str], *, train: int, dev: int, see
 def evaluate_program(program: dspy.Module, devset: list[dspy.Example], *,
                      num_threads: int = 1, display_progress: bool = False) -> Score:
     """Mean planted-error score in percent; a decoding that failed scores 0 and is counted."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_score
+    from serc_dspy.evaluation.metrics.dspy_metrics import planted_error_score
 
     if not devset:
         raise UserError("the dev split of --stage serc is empty")
@@ -112,7 +112,7 @@ def make_program_optimizer(name: str, *, demos: int, trainsize: int, num_threads
                            seed: int = 0):
     """`bootstrap` (the default for a whole program: demos from decodings that scored), or
     any DSPy teleprompter by name or import path, given the planted-error metric."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_score
+    from serc_dspy.evaluation.metrics.dspy_metrics import planted_error_score
 
     if name == "labeled":
         raise UserError("--optimizer labeled needs labels per predictor; a whole SERC has "

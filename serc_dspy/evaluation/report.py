@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError, one_line
-from serc_dspy.evaluation.metrics import CostSummary, summarize_cost, token_reduction
+from serc_dspy.evaluation.metrics.cost import CostSummary, summarize_cost, token_reduction
 from serc_dspy.evaluation.runner import (
     factscore_summary,
     read_results,
