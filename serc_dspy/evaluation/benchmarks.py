@@ -28,7 +28,8 @@ from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_art
 from serc_dspy.evaluation.intervals import format_ci, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
-from serc_dspy.evaluation.runner import read_results, run_experiment, sibling
+from serc_dspy.evaluation.results import read_results, sibling
+from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.text import normalise
 

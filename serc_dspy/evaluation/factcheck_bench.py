@@ -35,7 +35,8 @@ from serc_dspy.evaluation.factcheck import (
 )
 from serc_dspy.evaluation.intervals import format_ci
 from serc_dspy.evaluation.protocol import split_of_items
-from serc_dspy.evaluation.runner import lm_name, read_results, run_experiment, sibling
+from serc_dspy.evaluation.results import lm_name, read_results, sibling
+from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import file_sha256, read_json, write_json, write_jsonl
 from serc_dspy.retrieval.local import LocalCorpus
 from serc_dspy.trace import Trace

@@ -18,12 +18,8 @@ from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError, one_line
 from serc_dspy.evaluation.metrics.cost import CostSummary, summarize_cost, token_reduction
-from serc_dspy.evaluation.runner import (
-    factscore_summary,
-    read_results,
-    sibling,
-    truthfulqa_summary,
-)
+from serc_dspy.evaluation.results import read_results, sibling
+from serc_dspy.evaluation.scoring import factscore_summary, truthfulqa_summary
 from serc_dspy.io import read_json
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
