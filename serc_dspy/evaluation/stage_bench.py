@@ -9,6 +9,9 @@
 
 A compiled state (`--compiled`) is evaluated in place of the frozen prompts for the predictors
 it carries.
+
+It reads the compiling layer (its dev splits and stage programs), so among the measurements it
+is the one that sits above `compiling`; nothing below imports it.
 """
 
 from __future__ import annotations
