@@ -25,6 +25,7 @@ from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 from dspy.utils.exceptions import LMAuthError
 
+from serc_dspy.adapter import strict_json_object
 from serc_dspy.errors import KeyRejected, MalformedOutput, StepFailed, redact
 
 DEFAULT_MAX_TOKENS = 512
@@ -190,7 +191,6 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
 def refuse_incomplete_json(body: dict[str, Any], content: str, model: str) -> None:
     """A schema-bound reply must be one complete JSON object holding the schema's required
     fields; `finish_reason == "stop"` alone does not make a cut-off reply complete."""
-    from serc_dspy.adapter import strict_json_object
 
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
     if not schema:

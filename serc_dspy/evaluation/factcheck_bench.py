@@ -21,10 +21,12 @@ import dspy
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
 from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
+from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.factcheck import (
     ClaimJudge,
     FactcheckItem,
+    answer_hash,
     judge_agreement,
     load_factcheck,
     load_labels,
@@ -103,8 +105,6 @@ def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> lis
 
 
 def _hash(answer: str) -> str:
-    from serc_dspy.evaluation.factcheck import answer_hash
-
     return answer_hash(answer)
 
 
@@ -161,7 +161,6 @@ def run_factcheck(
     suffix = "" if evidence == "auto" else f"-{evidence}"
     runs = [i for i in chosen]
     numbers = [i.number for i in runs]
-    from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 
     for label, method, rules_off in variants(methods, ablate, accepts_rules):
         path = out / f"{label}{suffix}.jsonl"

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError, describe
 from serc_dspy.evaluation.datasets import Item
+from serc_dspy.evaluation.protocol import provenance
 from serc_dspy.evaluation.results import (
     RESULTS_SUFFIX,
     JsonlStore,
@@ -47,6 +48,7 @@ from serc_dspy.evaluation.scoring import (
     truthfulqa_summary,
 )
 from serc_dspy.io import read_json, write_json
+from serc_dspy.programs import build_method
 from serc_dspy.trace import Trace
 
 __all__ = [
@@ -126,7 +128,6 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
 def _provenance(meta_path: Path) -> dict[str, Any]:
     """This run's commit and command, and every commit and command that wrote records into
     the same file before (a resumed run mixes them, and says so)."""
-    from serc_dspy.evaluation.protocol import provenance
 
     now = provenance()
     try:
@@ -166,7 +167,6 @@ def run_experiment(
     `retriever_for(item)`, when given, builds each item's own retriever (a benchmark whose
     evidence is the item's own article or knowledge); `retriever` then only names it.
     """
-    from serc_dspy.programs import build_method
 
     if workers < 1:
         raise UserError(f"workers must be at least 1, got {workers}")
@@ -231,8 +231,6 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
                 trace.log("runner", "empty draft: recorded as an abstention", "info")
                 answer = initial = ""
             else:
-                from serc_dspy.programs import build_method
-
                 decoder = program if retriever_for is None else build_method(
                     method, retriever=retriever_for(item), **method_options)
                 prediction = decoder(question=item.question, draft=item.draft)

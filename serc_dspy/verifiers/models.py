@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from serc_dspy.backends.hf import hf_cache_dir, in_local_cache, is_hub_id
 from serc_dspy.errors import UserError
 
 DEFAULT_MAX_LENGTH = 512
@@ -30,7 +31,6 @@ def require_packages() -> None:
 def resolve_model(model: str | Path) -> str:
     """A local model directory or a hub id whose config is in the local Hugging Face cache;
     anything else is a `UserError` that says what to do. Never touches the network."""
-    from serc_dspy.backends.hf import hf_cache_dir, in_local_cache, is_hub_id
 
     name = str(model)
     path = Path(name).expanduser()
