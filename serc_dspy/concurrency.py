@@ -63,7 +63,6 @@ async def gather(*coroutines: Awaitable[R]) -> list[R]:
     return [task.result() for task in tasks]
 
 
-
 def run_sync(fn: Callable[..., Awaitable[R]], *args: Any) -> R:
     """Run the coroutine `fn(*args)` to completion from synchronous code.
 

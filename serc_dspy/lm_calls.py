@@ -32,6 +32,7 @@ from serc_dspy.trace import StepUsage
 Record = Callable[[str, StepUsage], None]
 """`record(model, usage)`: where a call's usage goes (a trace's `Usage.record` per step)."""
 
+
 def is_malformed(exc: BaseException) -> bool:
     """A reply that could not be read as its signature's output (cut-off or broken JSON)."""
     from dspy.utils.exceptions import AdapterParseError

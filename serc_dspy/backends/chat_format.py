@@ -36,7 +36,6 @@ DEFAULT_MAX_LIST_ITEMS = 12
 API_KEY_ENV = "SERC_LM_API_KEY"
 
 
-
 class LMKeyRejected(KeyRejected, LMAuthError):
     """The server rejected the API key (HTTP 401 or 403): a configuration error that aborts a
     run (CLI exit 2), with its message redacted. Also a DSPy `LMAuthError`, which DSPy passes

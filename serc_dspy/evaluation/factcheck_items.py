@@ -29,7 +29,6 @@ _URL_LINE = re.compile(r"\s*Link:\s*(https?://\S+)\s*$", re.I)
 _NO_EVIDENCE = {"", "na", "no evidence", "none", "n/a"}
 
 
-
 class BenchClaim(BaseModel):
     index: int
     sentence: int

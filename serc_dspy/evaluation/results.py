@@ -36,7 +36,6 @@ from serc_dspy.io import json_line, read_jsonl, read_jsonl_rows, write_jsonl
 RESULTS_SUFFIX = ".jsonl"
 
 
-
 def sibling(path: str | os.PathLike[str], suffix: str) -> Path:
     """`results/RUN.jsonl` + `.meta.json` -> `results/RUN.meta.json`."""
     path = Path(path)

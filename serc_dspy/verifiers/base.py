@@ -19,6 +19,7 @@ from serc_dspy.trace import Verdict
 Kind = Literal["auto", "nli", "binary", "seq2seq"]
 KINDS = ("auto", "nli", "binary", "seq2seq")
 
+
 class Thresholds(BaseModel):
     """Score cut-offs that turn a claim's best scores into a verdict (see the package doc)."""
 

@@ -15,6 +15,7 @@ from serc_dspy.text import split_sentences
 DEFAULT_CHUNK_WORDS = 200
 """About 270 tokens of English: with the claim, a chunk fits a 512-token encoder."""
 
+
 def _word_windows(sentence: str, size: int) -> list[str]:
     words = sentence.split()
     return [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
