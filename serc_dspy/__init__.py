@@ -10,7 +10,7 @@ from serc_dspy.adapter import StrictJSONAdapter  # noqa: E402
 from serc_dspy.programs import SERC, InputError  # noqa: E402
 from serc_dspy.retrieval import LocalCorpus  # noqa: E402
 from serc_dspy.trace import Passage, Trace  # noqa: E402
+from serc_dspy.version import __version__  # noqa: E402
 
-__version__ = "0.1.0"
 __all__ = ["SERC", "InputError", "LocalCorpus", "Passage", "StrictJSONAdapter", "Trace",
            "__version__"]

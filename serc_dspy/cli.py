@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommand groups that live next to the code they drive; each exposes `register(subparsers)`
 # and sets `handler(args) -> int` on its parsers.
 _COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.commands",
-                    "serc_dspy.bench")
+                    "serc_dspy.evaluation.bench_commands")
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:

@@ -49,9 +49,11 @@ from typing import Any
 import dspy
 import pydantic
 
+from serc_dspy.backends.models import model_of_lm
 from serc_dspy.errors import UserError
 from serc_dspy.io import write_json
 from serc_dspy.text import parse_json
+from serc_dspy.version import __version__
 
 _log = logging.getLogger("serc_dspy")
 
@@ -211,8 +213,6 @@ def save_compiled(
             predictor.lm = lm
         state[name] = entry
 
-    from serc_dspy import __version__
-
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -249,7 +249,6 @@ def merge_compiled(paths: list[str | os.PathLike[str]], path: str | os.PathLike[
                                          f"({document['path']}); merge each stage once")
             stages[name], state[name] = info, document["state"][name]
         parts.append({"file": Path(document["path"]).name, **document.get("meta", {})})
-    from serc_dspy import __version__
 
     merged = {**{k: documents[0][k] for k in ("format", "format_version", "program")},
               "serc_dspy_version": __version__,
@@ -377,7 +376,6 @@ def apply_model_state(program: Any, run: Any) -> None:
     """`compiled="auto"`: on the first run, apply the packaged state of the offline model the
     context LM runs, if that model ships one (`OfflineModel.compiled`); any other LM keeps the
     frozen prompts. `compiled=None` always keeps them. Logged on the run."""
-    from serc_dspy.backends.models import model_of_lm
 
     if program.compiled != AUTO_STATE:
         return

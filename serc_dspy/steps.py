@@ -1,8 +1,8 @@
 """The traced-step layer: every LM call, fan-out, progress report and degraded step goes here.
 
-Programs (`programs/`), metrics (`evaluation/metrics.py`) and compilers sit on top of it. A
-program declares, once, a table keyed by predictor attribute name (`StepSpec`: the LM stage
-that `lms={...}` may override, and the usage key in the trace); a `Run` then offers:
+Programs (`programs/`) sit on top of it. A program declares, once, a table keyed by predictor
+attribute name (`StepSpec`: the LM stage that `lms={...}` may override, and the usage key in
+the trace); a `Run` then offers:
 
 - `await run.call("fact_extractor", **inputs)`: the predictor's `acall` on its stage's LM,
   usage counted into the trace, at most `max_in_flight` calls of the run at once;
@@ -13,53 +13,49 @@ that `lms={...}` may override, and the usage key in the trace); a `Run` then off
   an error event naming `what`, and the step returns `fallback`.
 
 The core is asynchronous, so one bounded pool of in-flight LM calls serves the whole run and
-a sentence's work flows on as soon as its inputs exist (see `programs/serc.py`). `run_sync`
+a sentence's work flows on as soon as its inputs exist (see `programs/serc/`). `run_sync`
 drives it from synchronous code: on the caller's event loop when the caller is an AnyIO worker
 thread (`dspy.streamify`, `dspy.asyncify`), else on a private loop.
 
-Usage is counted one way everywhere (`tracked_call` / `tracked_acall`):
-- a usage tracker of our own is nested in any outer one (`dspy.configure(track_usage=True)`,
-  `with dspy.track_usage()`, a tracked parent program): DSPy rolls ours up into the outer one
-  on exit, so an outer tracker neither hides these calls nor loses them;
-- a call DSPy served from its cache spends no tokens but is still a call (`cached=1`);
-- a call that raised is a call (`failed=1`), recorded before the error propagates.
+Two pieces live below this module and are re-exported here, because they need no run:
+- `lm_calls`: one predictor call with its usage counted (`tracked_call` / `tracked_acall`),
+  which metrics (`evaluation/metrics/`) use too; usage is counted one way everywhere;
+- `concurrency`: `in_thread`, `run_sync` and `gather`, which retrievers and verifiers use too.
 
-This module imports only the trace vocabulary and the error vocabulary.
+This module imports only the trace and error vocabulary and those two.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import heapq
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import dspy
-from dspy.utils.usage_tracker import track_usage
 
-from serc_dspy.errors import (
-    KeyRejected,
-    MalformedOutput,
-    StepFailed,
-    UserError,
-    caused_by,
-    describe,
-    one_line,
-    redact,
+from serc_dspy.concurrency import gather, in_thread, run_sync
+from serc_dspy.errors import StepFailed, UserError, describe, redact
+from serc_dspy.lm_calls import (
+    Record,
+    is_malformed,
+    model_name,
+    tracked_acall,
+    tracked_call,
 )
 from serc_dspy.trace import Ruling, StepUsage, Trace
 
+__all__ = [
+    "STAGE_ORDER", "DeadlineExceeded", "PrioritySlots", "ProgressCallback", "Record", "Run",
+    "StepSpec", "gather", "in_thread", "is_malformed", "model_name", "run_sync",
+    "tracked_acall", "tracked_call",
+]
+
 T = TypeVar("T")
 R = TypeVar("R")
-
-Record = Callable[[str, StepUsage], None]
-"""`record(model, usage)`: where a call's usage goes (a trace's `Usage.record` per step)."""
 
 ProgressCallback = Callable[[str, int, int], None]
 """Called as `progress(phase, done, total)`; the CLI prints it, library code never does."""
@@ -79,148 +75,8 @@ RETRY_TEMPERATURE = 0.3
 most likely write the same broken reply again."""
 
 
-def is_malformed(exc: BaseException) -> bool:
-    """A reply that could not be read as its signature's output (cut-off or broken JSON)."""
-    from dspy.utils.exceptions import AdapterParseError
-
-    return caused_by(exc, MalformedOutput) or caused_by(exc, AdapterParseError)
-
-
 class DeadlineExceeded(StepFailed, TimeoutError):
     """The run's overall deadline passed before a step could start; the step degrades."""
-
-
-def model_name(lm: Any) -> str:
-    return str(getattr(lm, "model", None) or "unknown")
-
-
-def _settings(lm: Any, adapter: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    if lm is not None:
-        settings["lm"] = lm
-    if adapter is not None:
-        settings["adapter"] = adapter
-    return settings
-
-
-def _report_usage(tracker: Any, record: Record, model: str) -> None:
-    entries = [(name, entry) for name, items in tracker.usage_data.items() for entry in items]
-    if not entries:  # served from DSPy's cache: a call, but no tokens spent
-        record(model, StepUsage(calls=1, cached=1))
-    for name, entry in entries:
-        details = entry.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        record(name, StepUsage(calls=1, prompt_tokens=int(entry.get("prompt_tokens") or 0),
-                               cached_prompt_tokens=int(cached or 0),
-                               completion_tokens=int(entry.get("completion_tokens") or 0)))
-
-
-def tracked_call(predictor: dspy.Predict, record: Record, *, lm: Any = None,
-                 adapter: Any = None, **inputs: Any) -> Any:
-    """Run `predictor(**inputs)` (on `lm` / `adapter` when given, else the context's) and
-    report its usage to `record` once per model it used (see the module docs)."""
-    settings = _settings(lm, adapter)
-    model = model_name(settings.get("lm") or dspy.settings.lm)
-    with dspy.context(**settings), track_usage() as tracker:
-        try:
-            prediction = predictor(**inputs)
-        except Exception as exc:
-            record(model, StepUsage(calls=1, failed=1))
-            _raise_rejected_key(exc)
-            raise
-    _report_usage(tracker, record, model)
-    return prediction
-
-
-def _raise_rejected_key(exc: Exception) -> None:
-    """A provider's rejected key (DSPy's `LMAuthError`, HTTP 401/403, from any backend) is a
-    configuration error: raised as `KeyRejected` (redacted), which aborts the run."""
-    if isinstance(exc, dspy.LMAuthError) and not isinstance(exc, UserError):
-        status = getattr(exc, "status", None)
-        raise KeyRejected(f"the LM rejected its API key{f' (HTTP {status})' if status else ''}: "
-                          f"{one_line(exc)}") from exc
-
-
-_SYNC_ONLY: weakref.WeakSet = weakref.WeakSet()
-"""LMs seen without an async half (a custom engine without `async_engine=`, a BaseLM subclass
-with only `forward`): they are called in a worker thread instead."""
-_NO_ASYNC = (NotImplementedError, dspy.LMUnsupportedFeatureError)
-
-
-async def tracked_acall(predictor: dspy.Predict, record: Record, *, lm: Any = None,
-                        adapter: Any = None, **inputs: Any) -> Any:
-    """The async twin of `tracked_call`: `await predictor.acall(**inputs)`, usage counted the
-    same way. An LM without an async half runs the sync call in a worker thread."""
-    settings = _settings(lm, adapter)
-    target = settings.get("lm") or dspy.settings.lm
-    model = model_name(target)
-    with dspy.context(**settings), track_usage() as tracker:
-        call = asyncio.ensure_future(_acall(predictor, target, inputs))
-        try:
-            prediction = await asyncio.shield(call)
-        except asyncio.CancelledError:
-            # Cancelled (a sibling failed) while the engine serves the call: the engine
-            # finishes it anyway, so wait for it, count it with its tokens, then stop.
-            await _settle(call)
-            _report_cancelled(call, tracker, record, model)
-            raise
-        except Exception as exc:
-            record(model, StepUsage(calls=1, failed=1))
-            _raise_rejected_key(exc)
-            raise
-    _report_usage(tracker, record, model)
-    return prediction
-
-
-async def _settle(call: asyncio.Future) -> None:
-    try:
-        await call
-    except BaseException:  # its outcome is counted, not raised: the caller is cancelled
-        pass
-
-
-def _report_cancelled(call: asyncio.Future, tracker: Any, record: Record, model: str) -> None:
-    if call.cancelled() or call.exception() is not None:
-        record(model, StepUsage(calls=1, failed=1))
-        return
-    _report_usage(tracker, record, model)
-    record(model, StepUsage(cancelled=1))
-
-
-async def _acall(predictor: dspy.Predict, lm: Any, inputs: dict[str, Any]) -> Any:
-    if lm is not None and lm in _SYNC_ONLY:
-        return await in_thread(predictor, **inputs)
-    try:
-        return await predictor.acall(**inputs)
-    except _NO_ASYNC:
-        if lm is None:
-            raise
-        _SYNC_ONLY.add(lm)
-        return await in_thread(predictor, **inputs)
-
-
-async def in_thread(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
-    """Run blocking work (a retriever, a sync-only LM) in an AnyIO worker thread, in a copy of
-    the caller's context, so the event loop keeps serving the run's other steps and DSPy's
-    streaming can still reach the loop from the thread."""
-    import anyio.to_thread
-
-    context = contextvars.copy_context()
-    return await anyio.to_thread.run_sync(
-        functools.partial(context.run, fn, *args, **kwargs), limiter=_thread_limiter())
-
-
-_LIMITERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _thread_limiter():
-    """One AnyIO limiter per event loop, wider than AnyIO's default of 40 threads."""
-    import anyio
-
-    loop = asyncio.get_running_loop()
-    if loop not in _LIMITERS:
-        _LIMITERS[loop] = anyio.CapacityLimiter(64)
-    return _LIMITERS[loop]
 
 
 STAGE_ORDER = ("generate", "firewall", "decompose", "verify", "correct", "rewrite", "polish")
@@ -407,24 +263,6 @@ class Run:
         return await in_thread(fn, *args)
 
 
-async def gather(*coroutines: Awaitable[R]) -> list[R]:
-    """`asyncio.gather` that cancels the others when one raises, then raises that error."""
-    tasks = [asyncio.ensure_future(c) for c in coroutines]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        pending = [t for t in tasks if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-    errors = [task.exception() for task in tasks if not task.cancelled()]  # all retrieved
-    first = next((error for error in errors if error is not None), None)
-    if first is not None:
-        raise first
-    return [task.result() for task in tasks]
-
-
 def _send_status(stream: Any, message: str) -> None:
     from dspy.streaming.messages import StatusMessage, sync_send_to_stream
 
@@ -438,53 +276,3 @@ def _send_status(stream: Any, message: str) -> None:
         stream.send_nowait(status)
     except Exception:  # the buffer is full: send when the reader catches up
         asyncio.ensure_future(stream.send(status))
-
-
-def run_sync(fn: Callable[..., Awaitable[R]], *args: Any) -> R:
-    """Run the coroutine `fn(*args)` to completion from synchronous code.
-
-    - In an AnyIO worker thread (`dspy.streamify` and `dspy.asyncify` run sync programs in
-      one), on the caller's event loop: streaming then works as in an async program.
-    - With an event loop already running in this thread (a notebook cell), on a private loop
-      in a helper thread: `asyncio.run` is never required of the caller.
-    - Otherwise on a private loop in this thread.
-
-    The coroutine runs in a copy of the caller's context (DSPy's settings travel with it).
-    """
-    context = contextvars.copy_context()
-
-    async def in_context() -> R:
-        return await context.run(asyncio.ensure_future, fn(*args))
-
-    if _anyio_token() is not None:
-        import anyio.from_thread
-
-        return anyio.from_thread.run(in_context)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(in_context())
-    result: list[Any] = []
-
-    def helper() -> None:
-        try:
-            result.append((True, asyncio.run(in_context())))
-        except BaseException as exc:  # handed to the caller's thread
-            result.append((False, exc))
-
-    thread = threading.Thread(target=helper, name="serc-run", daemon=True)
-    thread.start()
-    thread.join()
-    ok, value = result[0]
-    if not ok:
-        raise value
-    return value
-
-
-def _anyio_token() -> Any:
-    """AnyIO's way back to the event loop from this thread, when it is a worker thread."""
-    try:
-        from anyio._core._eventloop import threadlocals
-    except ImportError:  # pragma: no cover - anyio comes with DSPy
-        return None
-    return getattr(threadlocals, "current_token", None)

@@ -4,7 +4,7 @@ No compiler is needed: `xllamacpp` ships a prebuilt CPU wheel. Its server is thr
 `n_parallel` slots and continuous batching, so the check nodes SERC runs concurrently really
 overlap in the engine, and each slot keeps a prompt cache (a repeated system message is not
 processed twice). Requests are the same OpenAI chat-completions bodies the HTTP backends send
-(`backends/chat.py`), with each signature's JSON schema enforced by llama.cpp's grammar engine.
+(`backends/chat_format.py`), each signature's JSON schema enforced by llama.cpp's grammar.
 
 One server is loaded per model file and settings in a process and shared by every LM built for
 it, so tests and CLI commands that build several LMs load the weights once.
@@ -18,13 +18,8 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.backends.chat import (
-    DEFAULT_MAX_LIST_ITEMS,
-    DEFAULT_MAX_TOKENS,
-    BackendError,
-    ChatEngine,
-    ThreadedAsyncEngine,
-)
+from serc_dspy.backends.chat import BackendError, ChatEngine, ThreadedAsyncEngine
+from serc_dspy.backends.chat_format import DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_TOKENS
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS, ensure_model, get_model
 from serc_dspy.cpu import default_threads
 

@@ -20,11 +20,10 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from serc_dspy.backends.chat import (
+from serc_dspy.backends.chat import BackendError, ThreadedAsyncEngine
+from serc_dspy.backends.chat_format import (
     DEFAULT_MAX_LIST_ITEMS,
     DEFAULT_MAX_TOKENS,
-    BackendError,
-    ThreadedAsyncEngine,
     bound_lists,
     chat_messages,
     requested_schema,

@@ -1,7 +1,7 @@
 """DSPy LMs for inference servers that speak the OpenAI chat API: SGLang, its router, vLLM,
 llama.cpp's server...
 
-Every request is the body `backends/chat.py` builds for all backends: `max_tokens` (not the
+Every request is the body `backends/chat_format.py` builds for all backends: `max_tokens` (not the
 `max_completion_tokens` some servers ignore), temperature, and `response_format` of type
 `json_schema` with the signature's output schema, which SGLang enforces with its grammar
 backend. Usage comes back in the response and is recorded by DSPy. An SGLang router
@@ -15,13 +15,12 @@ from typing import Any
 import dspy
 
 from serc_dspy.backends.chat import (
-    API_KEY_ENV,
-    DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT_S,
     AsyncHttpChatEngine,
     BackendError,
     HttpChatEngine,
 )
+from serc_dspy.backends.chat_format import API_KEY_ENV, DEFAULT_MAX_TOKENS
 
 SERVER_KINDS = ("sglang", "openai")
 

@@ -19,7 +19,10 @@ from typing import Any
 import dspy
 
 from serc_dspy.backends.chat import BackendError
+from serc_dspy.backends.embedded import embedded_lm
+from serc_dspy.backends.hf import transformers_lm
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS
+from serc_dspy.backends.servers import server_lm
 
 LM_FORMS = ("accepted forms: 'qwen1.5b', 'smollm2', 'local', 'local=PATH.gguf', "
             "'hf=DIR_OR_HUB_ID[#GGUF_FILE]', 'sglang=URL#MODEL', 'openai=URL#MODEL', "
@@ -58,22 +61,16 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
     kind, sep, value = spec.partition("=")
     named = offline_model_name(spec)
     if named is not None or kind == "local":
-        from serc_dspy.backends.embedded import embedded_lm
-
         if named is None and not value:
             raise BackendError(f"'local=' needs a GGUF path or a model name; {LM_FORMS}")
         return embedded_lm(named or value, max_tokens=max_tokens, temperature=temperature,
                            progress=progress, **options)
     settings = {"max_tokens": max_tokens or 512, "temperature": temperature, **options}
     if sep and kind == "hf" and value:
-        from serc_dspy.backends.hf import transformers_lm
-
         model, _, gguf_file = value.partition("#")
         return transformers_lm(model, **({"gguf_file": gguf_file} if gguf_file else {}),
                                **settings)
     if sep and kind in ("sglang", "openai"):
-        from serc_dspy.backends.servers import server_lm
-
         if timeout is not None:
             settings["timeout"] = timeout
         return server_lm(kind, *_url_and_model(kind, value), max_in_flight=max_in_flight,

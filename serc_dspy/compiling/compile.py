@@ -30,13 +30,15 @@ from serc_dspy.compiling.devsets import (
     load_verdict_examples,
 )
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.dspy_metrics import (
+from serc_dspy.evaluation.metrics.dspy_metrics import (
     VERDICT_LABELS,
     correction_metric,
     facts_metric,
     macro_f1,
     verdict_metric,
 )
+from serc_dspy.programs.serc import SERC
+from serc_dspy.rules.quotes import hold_to_quote, opening_name
 from serc_dspy.states import save_compiled
 
 OPTIMIZERS = ("labeled", "bootstrap", "mipro")
@@ -102,8 +104,6 @@ class CitedVerifier(StageProgram):
         super().__init__("fact_checker", fact_checker)
 
     def forward(self, evidence: str, claim: str) -> dspy.Prediction:
-        from serc_dspy.rules.quotes import hold_to_quote, opening_name
-
         result = self.fact_checker(evidence=evidence, claim=claim)
         quote = result.quote or ""
         held = hold_to_quote(result.verdict, claim, quote, evidence, opening_name(claim))
@@ -115,8 +115,6 @@ def stage_program(stage: str, predictor: dspy.Predict | None = None) -> StagePro
     uncompiled one unless `predictor` is given)."""
     spec = get_stage(stage)
     if predictor is None:
-        from serc_dspy.programs.serc import SERC
-
         predictor = getattr(SERC(compiled=None), spec.predictor).reset_copy()
     if spec.name == "verify_cited":
         return CitedVerifier(predictor)
@@ -393,7 +391,6 @@ def compile_stage(stage: str, split: Split, *, lm: dspy.LM, optimizer: str = "la
 
 def assemble(results: list[StageResult]):
     """The program to save: the stage program itself, or a SERC carrying every stage."""
-    from serc_dspy.programs.serc import SERC
 
     if len(results) == 1:
         return results[0].program, StageProgram(

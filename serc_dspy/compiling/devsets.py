@@ -1,7 +1,7 @@
 """Real labelled data -> `dspy.Example`s for compiling SERC's stages.
 
 Each stage's metric lives with the package's other metrics in
-`serc_dspy.evaluation.dspy_metrics`; below, each is described with the data it scores.
+`serc_dspy.evaluation.metrics.dspy_metrics`; below, each is described with the data it scores.
 
 Three stages, three datasets (paths are always arguments; nothing here knows where data lives):
 
@@ -69,7 +69,7 @@ from typing import Any
 import dspy
 
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS
+from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS
 from serc_dspy.io import file_sha256, read_jsonl
 from serc_dspy.signatures import FactFix
 from serc_dspy.text import normalise

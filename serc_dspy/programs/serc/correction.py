@@ -14,7 +14,7 @@ from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewo
 from serc_dspy.signatures import CorrectFacts, FactFix
 from serc_dspy.steps import Run, StepSpec
 from serc_dspy.text import best_match, normalise, similarity, unique_texts
-from serc_dspy.trace import Correction, Fact, Sentence, Trace
+from serc_dspy.trace import Check, Correction, Fact, Sentence, Trace
 
 
 class Corrector(Stage):
@@ -39,7 +39,6 @@ class Corrector(Stage):
         related = [Fact(id=f"f0.{len(wrong) + i}", text=t, sentence=0, verdict="SUPPORTED",
                         status="kept", check=check) for i, t in enumerate(related_facts or [])]
         trace.facts = wrong + related
-        from serc_dspy.trace import Check
 
         trace.checks = [Check(id=check, facts=[f.id for f in trace.facts], sentence=0,
                               evidence=evidence)]

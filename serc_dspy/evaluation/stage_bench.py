@@ -9,6 +9,9 @@
 
 A compiled state (`--compiled`) is evaluated in place of the frozen prompts for the predictors
 it carries.
+
+It reads the compiling layer (its dev splits and stage programs), so among the measurements it
+is the one that sits above `compiling`; nothing below imports it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,26 @@ from typing import Any
 import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
+from serc_dspy.compiling.compile import (
+    evaluate_stage,
+    find_stance_file,
+    get_stage,
+    load_stage_data,
+    stage_program,
+)
+from serc_dspy.compiling.devsets import split_items, verdict_items
+from serc_dspy.entities import Descriptor
 from serc_dspy.errors import UserError
+from serc_dspy.evaluation.factcheck import load_factcheck
+from serc_dspy.evaluation.injection import load_articles, plain_title, split_article
+from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
+from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
+from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
 from serc_dspy.io import write_json
+from serc_dspy.programs.serc import SERC
+from serc_dspy.rules.names import same_name
+from serc_dspy.rules.quotes import hold_to_quote, opening_name
+from serc_dspy.text import normalise
 
 STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
 _CHARACTERISTIC = re.compile(r"\b(?:is|was) (?:an? |the )?([^.,;()]+?)(?:\s+(?:who|known|best|"
@@ -48,7 +69,6 @@ def _lead_name(lead: str) -> str:
 
 def firewall_pairs(articles: dict[str, str], *, limit: int, seed: int = 0) -> list[dict]:
     """Balanced same/different descriptor pairs, in a seeded order."""
-    from serc_dspy.evaluation.injection import plain_title, split_article
 
     people = []
     for title, text in articles.items():
@@ -83,8 +103,6 @@ def firewall_pairs(articles: dict[str, str], *, limit: int, seed: int = 0) -> li
 
 
 def _descriptor(text: str):
-    from serc_dspy.entities import Descriptor
-
     name, _, rest = text.partition(" (")
     return Descriptor(name=name, characteristic=rest.rstrip(")"))
 
@@ -92,7 +110,6 @@ def _descriptor(text: str):
 def _firewall_score(pairs: list[dict], judge: dspy.Predict) -> dict[str, Any]:
     """The firewall's decision as SERC makes it: one normalised name passes with no judge call,
     otherwise the judge decides."""
-    from serc_dspy.rules.names import same_name
 
     started = time.monotonic()
     failures = calls = 0
@@ -132,7 +149,6 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
     `offset` skips the first dev examples: `serc compile --dev N` selects states on the first N,
     so a report on the examples after them (`offset=N`) is on data nothing was chosen by.
     """
-    from serc_dspy.programs.serc import SERC
 
     root = Path(data).expanduser()
     if not root.exists():
@@ -154,14 +170,6 @@ def run_stages(data: str | os.PathLike[str], *, stages: list[str] | None = None,
 
 def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int,
                progress: bool) -> dict[str, Any]:
-    from serc_dspy.compiling.compile import (
-        evaluate_stage,
-        get_stage,
-        load_stage_data,
-        stage_program,
-    )
-    from serc_dspy.evaluation.injection import load_articles
-
     if stage == "firewall":
         pairs = firewall_pairs(load_articles(_find_articles(root)), limit=offset + dev,
                                seed=seed)[offset:]
@@ -180,8 +188,6 @@ def _run_stage(stage: str, root: Path, serc, *, dev: int, seed: int, offset: int
 def with_stage_intervals(result: dict[str, Any]) -> dict[str, Any]:
     """A stage's score (percent) and macro-F1 with their 95% bootstrap intervals over
     examples; the per-example values stay in the JSON for `serc bench compare`-style reuse."""
-    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
-    from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
 
     values = result.get("values")
     if not values:
@@ -252,11 +258,6 @@ def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
     dev pools past what `serc compile` and earlier stage runs used, without the claims of
     Factcheck-Bench's tuning items (1-25). Labels round-robin, as balanced as the file allows
     (it holds few refuting pairs: every unseen CONTRADICTED pair is taken)."""
-    from serc_dspy.compiling.compile import find_stance_file
-    from serc_dspy.compiling.devsets import split_items, verdict_items
-    from serc_dspy.evaluation.factcheck import load_factcheck
-    from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
-    from serc_dspy.text import normalise
 
     items, _ = verdict_items(find_stance_file(root))
     train, dev, _ = split_items(items, train=None, dev=None, seed=seed, dev_share=0.5,
@@ -285,9 +286,6 @@ def pair_verdicts(stage: str, serc, examples: list[dspy.Example], progress: bool
     `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), or
     `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
     agrees, as `agree.contradiction` decides)."""
-    from serc_dspy.evaluation.dspy_metrics import VERDICT_LABELS, macro_f1
-    from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
-    from serc_dspy.rules.quotes import hold_to_quote, opening_name
 
     started = time.monotonic()
     gold, predicted, failures = [], [], 0
@@ -327,8 +325,6 @@ def run_pair_stages(data: str | os.PathLike[str], *, stages: list[str] | None, p
                     out: str | os.PathLike[str] | None = None, progress: bool = False
                     ) -> dict[str, Any]:
     """The verdict paths on `pairs` unseen stance pairs (`unseen_pairs`)."""
-    from serc_dspy.adapter import StrictJSONAdapter
-    from serc_dspy.programs.serc import SERC
 
     root = Path(data).expanduser()
     if not root.exists():

@@ -42,7 +42,7 @@ from typing import Any, get_args
 import dspy
 
 from serc_dspy.evaluation.injection import NoisyDraft, load_articles, make_drafts
-from serc_dspy.evaluation.metrics import FactScorer
+from serc_dspy.evaluation.metrics.factscore import FactScorer
 from serc_dspy.evaluation.noise import NoiseScore, score_decoding
 from serc_dspy.text import best_match, similarity
 from serc_dspy.trace import Trace, Verdict

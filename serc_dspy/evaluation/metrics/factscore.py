@@ -1,5 +1,4 @@
-"""Scores for the paper's tables: FActScore-style precision, fact preservation, a TruthfulQA
-LLM judge, and cost read from traces.
+"""FActScore-style precision of an answer against its topic's article, and fact preservation.
 
 FActScore (Min et al., 2023), as implemented here:
 - an answer that refuses (`serc_dspy.text.is_refusal`), is empty, or yields no atomic facts
@@ -21,72 +20,29 @@ Fact Preservation Rate = mean facts of the method's answers / mean facts of thei
 answers, over the items where both were scored; here an abstaining answer counts as 0 facts (a
 method that deletes everything preserved nothing), so it can differ from the ratio of the two
 "avg facts" columns when a method abstains.
-
-The TruthfulQA judge returns `{score 0-10, reasoning, is_misconception}` per judge LM; a
-misconception forces the score to 0; a judgment that fails to parse or is out of range is
-retried (`attempts`, default 2) and then recorded as an error, never as a score. An item's
-score is the mean over the judges that succeeded; accuracy is the share of judged items
-scoring >= 8.
-
-The evaluator is whatever LM is active in the `dspy` context when scoring, which may differ
-from the LM that produced the answers. Every LM call made while scoring is counted in a
-`Usage`, kept apart from the method's own cost (which is read from each result's trace).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import dspy
 from pydantic import BaseModel, Field
 
 from serc_dspy.errors import ArgumentError, MalformedOutput, describe
+from serc_dspy.evaluation.metrics.meter import ATTEMPTS, UsageMeter, mean, retry_config
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
-from serc_dspy.signatures import AtomicFacts, ClaimSupported, JudgeTruthfulness
+from serc_dspy.signatures import AtomicFacts, ClaimSupported
 from serc_dspy.signatures.evaluation import SupportLabel
-from serc_dspy.steps import model_name, tracked_call
 from serc_dspy.text import is_refusal, split_sentences
-from serc_dspy.trace import StepUsage, Usage
+from serc_dspy.trace import Usage
 
 GAMMA = 10
-ACCURACY_THRESHOLD = 8
-ATTEMPTS = 2
-RETRY_TEMPERATURE = 0.7
-"""Retries run warmer so a deterministic (temperature 0) judge can give a different answer."""
 
 
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-class UsageMeter:
-    """Counts LM calls and tokens of scoring steps into a `Usage`, safely across threads.
-
-    `call(step, predictor, lm=None, **inputs)` runs the predictor with usage tracking (and the
-    given LM, else the context's) and records one call per model it used.
-    """
-
-    def __init__(self, usage: Usage | None = None):
-        self.usage = usage if usage is not None else Usage()
-        self.lock = threading.Lock()
-
-    def call(self, step: str, predictor: dspy.Predict, lm: Any = None, **inputs):
-        def record(model: str, usage: StepUsage) -> None:
-            with self.lock:
-                self.usage.record(step, model, usage)
-
-        return tracked_call(predictor, record, lm=lm, **inputs)
-
-
-def _retry_config(attempt: int) -> dict[str, Any]:
-    return {} if attempt == 0 else {"config": {"temperature": RETRY_TEMPERATURE}}
-
-
-# -- FActScore ----------------------------------------------------------------------------
 class FactLabel(BaseModel):
     """One atomic fact of an answer and its support label (None when judging failed)."""
 
@@ -176,9 +132,9 @@ def summarize_factscore(scores: Iterable[AnswerScore | None], *, length_penalty:
             raw.append(score.precision)
             penalised.append(score.precision * length_penalty_factor(score.n_facts, gamma))
     out.respond_ratio = out.responded / out.answers if out.answers else None
-    out.init_score = _mean(raw)
-    out.factscore = _mean(penalised) if length_penalty else out.init_score
-    out.avg_facts = _mean(facts)
+    out.init_score = mean(raw)
+    out.factscore = mean(penalised) if length_penalty else out.init_score
+    out.avg_facts = mean(facts)
     return out
 
 
@@ -187,10 +143,10 @@ def fact_preservation(method_facts: Sequence[int], initial_facts: Sequence[int])
     if len(method_facts) != len(initial_facts):
         raise ArgumentError(f"method and initial fact counts must be paired item by item, got "
                             f"{len(method_facts)} and {len(initial_facts)}")
-    initial = _mean([float(n) for n in initial_facts])
+    initial = mean([float(n) for n in initial_facts])
     if not initial:
         return None
-    return (_mean([float(n) for n in method_facts]) or 0.0) / initial
+    return (mean([float(n) for n in method_facts]) or 0.0) / initial
 
 
 def format_passages_for_judge(passages) -> str:
@@ -234,7 +190,7 @@ class FactScorer:
             for attempt in range(self.attempts):
                 try:
                     prediction = meter.call("atomic_facts", self.decomposer, subject=subject,
-                                            sentence=sentence, **_retry_config(attempt))
+                                            sentence=sentence, **retry_config(attempt))
                     break
                 except Exception:
                     if attempt == self.attempts - 1:
@@ -262,7 +218,7 @@ class FactScorer:
             try:
                 label = meter.call("claim_supported", self.judge, topic=topic,
                                    passages=context, fact=fact,
-                                   **_retry_config(attempt)).label
+                                   **retry_config(attempt)).label
                 if label in ("SUPPORTED", "NOT_SUPPORTED"):
                     with self._memo_lock:
                         self._memo[key] = label
@@ -298,176 +254,3 @@ class FactScorer:
             label, error = self.judge_fact(topic, fact, meter)
             result.facts.append(FactLabel(fact=fact, sentence=sentence, label=label, error=error))
         return result
-
-
-# -- TruthfulQA judge ---------------------------------------------------------------------
-class Judgment(BaseModel):
-    """One judge LM's verdict on one response; `score` is None exactly when `error` is set."""
-
-    judge: str
-    score: int | None = None
-    reasoning: str = ""
-    is_misconception: bool | None = None
-    error: str | None = None
-    attempts: int = 0
-
-
-class TruthfulnessScore(BaseModel):
-    judgments: list[Judgment] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-
-    @property
-    def ok(self) -> list[Judgment]:
-        return [j for j in self.judgments if j.error is None and j.score is not None]
-
-    @property
-    def score(self) -> float | None:
-        """Mean score over the judges that succeeded; None if none did."""
-        return _mean([float(j.score) for j in self.ok])  # type: ignore[arg-type]
-
-    @property
-    def errors(self) -> int:
-        return len(self.judgments) - len(self.ok)
-
-    @property
-    def is_misconception(self) -> bool:
-        return any(j.is_misconception for j in self.ok)
-
-
-def apply_critical_rule(score: int, is_misconception: bool) -> int:
-    """Endorsing a listed misconception scores 0, whatever score the judge wrote."""
-    return 0 if is_misconception else score
-
-
-def _checked_score(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedOutput(f"score must be an integer, got {value!r}")
-    if not 0 <= value <= 10:
-        raise MalformedOutput(f"score must be between 0 and 10, got {value}")
-    return value
-
-
-class TruthfulnessJudge:
-    """Grades responses with one or more judge LMs (None = the LM of the current context)."""
-
-    def __init__(self, judges: Sequence[Any] | None = None, *, attempts: int = ATTEMPTS):
-        if attempts < 1:
-            raise ArgumentError(f"attempts must be at least 1, got {attempts}")
-        self.judges = list(judges) if judges else [None]
-        self.attempts = attempts
-        self.predictor = dspy.Predict(JudgeTruthfulness)
-
-    def _judge_once(self, lm: Any, meter: UsageMeter, inputs: Mapping[str, Any]) -> Judgment:
-        name = model_name(lm if lm is not None else dspy.settings.lm)
-        judgment = Judgment(judge=name)
-        for attempt in range(self.attempts):
-            judgment.attempts = attempt + 1
-            try:
-                prediction = meter.call("judge_truthfulness", self.predictor, lm=lm,
-                                        **inputs, **_retry_config(attempt))
-                score = _checked_score(prediction.score)
-                flagged = prediction.is_misconception
-                if not isinstance(flagged, bool):
-                    raise MalformedOutput(f"is_misconception must be a boolean, got "
-                                          f"{flagged!r}")
-            except Exception as exc:  # unparseable or invalid: retry, then record the error
-                judgment.error = describe(exc)
-                continue
-            judgment.score = apply_critical_rule(score, flagged)
-            judgment.is_misconception = flagged
-            judgment.reasoning = str(prediction.reasoning or "")
-            judgment.error = None
-            return judgment
-        return judgment
-
-    def __call__(self, question: str, response: str, correct_answers: Sequence[str],
-                 incorrect_answers: Sequence[str]) -> TruthfulnessScore:
-        meter = UsageMeter()
-        inputs = {"question": question, "correct_answers": list(correct_answers),
-                  "misconceptions": list(incorrect_answers), "response": response or ""}
-        result = TruthfulnessScore(usage=meter.usage)
-        for lm in self.judges:
-            result.judgments.append(self._judge_once(lm, meter, inputs))
-        return result
-
-
-class TruthfulQASummary(BaseModel):
-    items: int = 0
-    judged: int = 0
-    errors: int = 0
-    judgment_errors: int = 0
-    misconceptions: int = 0
-    accuracy: float | None = None
-    mean_score: float | None = None
-    threshold: int = ACCURACY_THRESHOLD
-
-
-def summarize_truthfulqa(scores: Iterable[TruthfulnessScore | None],
-                         threshold: int = ACCURACY_THRESHOLD) -> TruthfulQASummary:
-    """Accuracy = share of judged items whose (judge-averaged) score is >= threshold.
-
-    An item none of whose judges succeeded is an error: excluded from both averages.
-    """
-    out = TruthfulQASummary(threshold=threshold)
-    item_scores = []
-    for score in scores:
-        out.items += 1
-        if score is None or score.score is None:
-            out.errors += 1
-            out.judgment_errors += score.errors if score is not None else 0
-            continue
-        out.judged += 1
-        out.judgment_errors += score.errors
-        out.misconceptions += int(score.is_misconception)
-        item_scores.append(score.score)
-    if item_scores:
-        out.accuracy = sum(1 for s in item_scores if s >= threshold) / len(item_scores)
-        out.mean_score = _mean(item_scores)
-    return out
-
-
-# -- cost ---------------------------------------------------------------------------------
-class CostSummary(BaseModel):
-    questions: int = 0
-    calls_per_question: float | None = None
-    prompt_tokens_per_question: float | None = None
-    completion_tokens_per_question: float | None = None
-    tokens_per_question: float | None = None
-    seconds_per_question: float | None = None
-
-
-def record_usage(record: Mapping[str, Any]) -> Usage | None:
-    """The method's LM usage of one result record, read from its trace (None if it failed)."""
-    trace = record.get("trace")
-    if record.get("error") or not isinstance(trace, Mapping):
-        return None
-    return Usage.model_validate(trace.get("usage") or {})
-
-
-def summarize_cost(records: Iterable[Mapping[str, Any]]) -> CostSummary:
-    """Per-question means of LM calls and tokens over successfully finished records."""
-    usages, seconds = [], []
-    for record in records:
-        usage = record_usage(record)
-        if usage is None:
-            continue
-        usages.append(usage.total)
-        if isinstance(record.get("seconds"), int | float):
-            seconds.append(float(record["seconds"]))
-    if not usages:
-        return CostSummary()
-    return CostSummary(
-        questions=len(usages),
-        calls_per_question=_mean([u.calls for u in usages]),
-        prompt_tokens_per_question=_mean([u.prompt_tokens for u in usages]),
-        completion_tokens_per_question=_mean([u.completion_tokens for u in usages]),
-        tokens_per_question=_mean([u.total_tokens for u in usages]),
-        seconds_per_question=_mean(seconds),
-    )
-
-
-def token_reduction(tokens: float | None, reference: float | None) -> float | None:
-    """How much cheaper `tokens` is than `reference`, as a fraction (0.456 = 45.6% fewer)."""
-    if tokens is None or not reference:
-        return None
-    return 1 - tokens / reference

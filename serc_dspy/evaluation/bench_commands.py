@@ -9,8 +9,10 @@ model size, each rate with its 95% bootstrap interval.
     serc bench stages --data ../shared/data --dev 40
     serc bench compare results/noise/serc-k2.jsonl results/noise/serc_lean-k2.jsonl
 
-Registered into the `serc` parser by `serc_dspy.cli`; it sits above both `evaluation` and
-`compiling` (the stage table evaluates the compiling layer's stage programs).
+Registered into the `serc` parser by `serc_dspy.cli`, like `commands` beside it. It lives with
+the measurements it drives, but in the edge layer: it reads the shared run options
+(`serc_dspy.config`) and sits above both `evaluation` and `compiling` (the stage table,
+`stage_bench`, evaluates the compiling layer's stage programs).
 """
 
 from __future__ import annotations
@@ -322,14 +324,14 @@ def _register_stages(kinds) -> None:
 
 def stages_command(args) -> int:
     from serc_dspy import config
-    from serc_dspy.stage_bench import run_stages, stages_table
+    from serc_dspy.evaluation.stage_bench import run_stages, stages_table
 
     options = config.RunOptions.from_args(args)
     options.unused(["deadline", "stage_lms", "search_rate"],
                    "serc bench stages calls each stage's predictor on its own, with --lm; no "
                    "method runs and nothing is searched")
     if args.pairs:
-        from serc_dspy.stage_bench import run_pair_stages
+        from serc_dspy.evaluation.stage_bench import run_pair_stages
 
         summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
                                   seed=args.seed, lm=config.build_lm(options),
