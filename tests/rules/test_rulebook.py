@@ -98,3 +98,17 @@ def test_rulings_round_trip_with_the_trace_and_reach_the_view():
     assert again == trace and again.rulings == trace.rulings
     page = render_trace(trace)
     assert 'data-rule="rewrite.in_place"' in page and 'data-rule="rewrite.too_short"' in page
+
+
+def test_the_documented_rule_table_lists_every_rule_with_its_default_and_language():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
+    rows = {m[1]: (m[2], m[3]) for m in re.finditer(
+        r"^\| `([\w.]+)` \| .*? \| (on|off) \| (yes|no) \|", page, re.M)}
+    assert set(rows) == set(RULES)
+    for rule_id, (default, english) in rows.items():
+        rule = RULES[rule_id]
+        assert (default == "on") == rule.default, rule_id
+        assert (english == "yes") == rule.english_only, rule_id
