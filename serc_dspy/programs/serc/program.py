@@ -147,22 +147,8 @@ class SERC(TracedProgram):
 
     method_name = "serc"
     steps: ClassVar[dict[str, StepSpec]] = {
-        "grounded_answerer": StepSpec("generate", "grounded_answer"),
-        "query_entity": StepSpec("firewall", "query_entity"),
-        "answer_entity": StepSpec("firewall", "answer_entity"),
-        "evidence_entity": StepSpec("firewall", "evidence_entity"),
-        "entity_judge": StepSpec("firewall", "same_entity"),
-        "fact_extractor": StepSpec("decompose", "atomic_facts"),
-        "query_writer": StepSpec("verify", "verification_query"),
-        "evidence_writer": StepSpec("verify", "evidence_summary"),
-        "recaller": StepSpec("verify", "parametric_evidence"),
-        "verifier": StepSpec("verify", "verdicts"),
-        "single_verifier": StepSpec("verify", "verdict"),
-        "fact_checker": StepSpec("verify", "cited_verdict"),
-        "corrector": StepSpec("correct", "correction"),
-        "rewriter": StepSpec("rewrite", "rewrite"),
-        "polisher": StepSpec("polish", "polish"),
-    }
+        **EntityFirewall.steps, **CheckNodes.steps, **Corrector.steps, **Reconstructor.steps}
+    """Every predictor's step: the union of the sub-modules' own tables."""
 
     def __init__(
         self,
