@@ -227,9 +227,9 @@ def run_models(args) -> int:
     from serc_dspy.backends.models import MODELS, ensure_model, model_status
 
     if args.prepare:
-        from serc_dspy.config import assembly_progress
+        from serc_dspy.config import AssemblyProgress
 
-        ensure_model(args.prepare, progress=assembly_progress)
+        ensure_model(args.prepare, progress=AssemblyProgress())
     rows = [model_status(model) for model in MODELS.values()]
     if args.json:
         print(json.dumps(rows, indent=2))

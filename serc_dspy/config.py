@@ -336,13 +336,30 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
 
 
 # -- what the options build, each in one place --------------------------------------------------
-def assembly_progress(done: int, total: int) -> None:
-    """A progress bar on stderr while an offline model is assembled on first use."""
+class AssemblyProgress:
+    """A progress bar on stderr while an offline model is assembled on first use. On a
+    terminal it redraws in place; into a log file (not a TTY) it writes a line per tenth, so a
+    background run's log does not fill with a hundred redrawn bars."""
+
     width = 30
-    filled = int(width * done / total) if total else width
-    end = "\n" if done >= total else "\r"
-    print(f"[serc] preparing the offline model [{'#' * filled}{'.' * (width - filled)}] "
-          f"{done / 2**20:,.0f}/{total / 2**20:,.0f} MiB", end=end, file=sys.stderr, flush=True)
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream
+        self.last_tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        stream = self.stream or sys.stderr
+        filled = int(self.width * done / total) if total else self.width
+        finished = done >= total
+        bar = (f"[serc] preparing the offline model [{'#' * filled}"
+               f"{'.' * (self.width - filled)}] {done / 2**20:,.0f}/{total / 2**20:,.0f} MiB")
+        if stream.isatty():
+            print(bar, end="\n" if finished else "\r", file=stream, flush=True)
+            return
+        tenth = 10 * done // total if total else 10
+        if tenth > self.last_tenth:
+            self.last_tenth = tenth
+            print(bar, file=stream, flush=True)
 
 
 def build_lm(options: RunOptions, spec: str | None = None):
@@ -353,7 +370,7 @@ def build_lm(options: RunOptions, spec: str | None = None):
     return lm_from_spec(spec or options.lm, max_tokens=options.max_tokens,
                         timeout=options.lm_timeout, max_in_flight=options.max_in_flight,
                         rate=options.lm_rate,
-                        progress=None if options.quiet else assembly_progress)
+                        progress=None if options.quiet else AssemblyProgress())
 
 
 def build_stage_lms(options: RunOptions) -> StageLMs:

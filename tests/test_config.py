@@ -1,6 +1,7 @@
 """One run configuration behind every command: `serc_dspy.config` (RunOptions and its builders)."""
 
 import argparse
+import io
 import json
 import time
 
@@ -10,6 +11,7 @@ from scripted import entity, scripted_lm
 
 from serc_dspy.cli import build_parser, main
 from serc_dspy.config import (
+    AssemblyProgress,
     RunOptions,
     add_run_options,
     build_lm,
@@ -326,3 +328,31 @@ def test_a_bound_that_cannot_apply_is_refused(argv, message, monkeypatch, capsys
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("serc: error:")
+
+
+class _Log(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_model_assembly_progress_writes_a_line_per_tenth_into_a_log_and_redraws_on_a_tty():
+    log = _Log(tty=False)
+    progress = AssemblyProgress(log)
+    mib = 2**20
+    for done in range(0, 101, 2):
+        progress(done * mib, 100 * mib)
+    progress(100 * mib, 100 * mib)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 11  # 0/10 … 10/10, the finished bar once
+    assert "\r" not in log.getvalue()
+    assert lines[-1].endswith("[" + "#" * 30 + "] 100/100 MiB")
+
+    terminal = _Log(tty=True)
+    progress = AssemblyProgress(terminal)
+    for done in (0, 500, 1000):
+        progress(done, 1000)
+    assert terminal.getvalue().count("\r") == 2 and terminal.getvalue().endswith("MiB\n")
