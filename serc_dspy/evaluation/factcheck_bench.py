@@ -12,6 +12,7 @@ annotators'):
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -184,12 +185,18 @@ def run_factcheck(
             method = path.name[: -len(f"{suffix}.jsonl")]
             if path.name.endswith(SCORES_SUFFIX) or (not suffix and method.endswith("-human")):
                 continue
+            if progress:
+                print(f"[serc] scoring {path.name} against the human labels", file=sys.stderr,
+                      flush=True)
             scores = [s for s in score_run(path, by_id, judge)]
             report["methods"][method] = summarize_factcheck(scores)
     report["judge_calls"] = judge.calls
     report["ablation"] = ablation(out, "factcheck")
     labels_path = Path(labels) if labels else None
     if labels_path is not None:
+        if progress:
+            print(f"[serc] measuring the claim judge on the hand labels ({labels_path.name}; "
+                  "cached once measured)", file=sys.stderr, flush=True)
         report["judge_agreement"] = measure_judge(out, labels_path,
                                                   judge_lm if judge_lm is not None else lm)
     write_json(out / f"factcheck{suffix}.json", report)

@@ -250,6 +250,8 @@ def test_bench_factcheck_runs_end_to_end_and_compares(tmp_path, monkeypatch, cap
     assert main(argv) == 0  # resumed: nothing is decoded or judged again
     assert len(engine.calls) == calls
     capsys.readouterr()
+    assert main([a for a in argv if a != "--quiet"]) == 0  # scoring says what it is doing
+    assert "[serc] scoring serc.jsonl against the human labels" in capsys.readouterr().err
     assert main(["bench", "compare", str(out / "serc.jsonl"), str(out / "initial.jsonl"),
                  "--json", "--figure", "fixed_rate", "--figure", "kept_rate"]) == 0
     diffs = {d["figure"]: d for d in json.loads(capsys.readouterr().out)["differences"]}
