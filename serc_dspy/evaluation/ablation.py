@@ -5,16 +5,23 @@ A variant's results are `{method}~{rule}` beside the method's own (`serc~quote.o
 `serc~quote.overrule.jsonl`), so resuming and rescoring treat it as one more run. A rule keeps
 its place when switching it off measurably hurts: the interval of the paired difference
 (rule off - rule on) excludes zero in the harmful direction.
+
+An ablated run starts from the full method's answers on which the rule never fired
+(`carry_unfired`): with the rule off, the same LM replies take the same path there, so only
+the answers it acted on are decoded again. A SERC answer takes minutes on a CPU; rerunning
+the others would measure llama.cpp's batching noise, not the rule (`--ablate-rerun-all` does).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from serc_dspy.evaluation.compare import compare_files
+from serc_dspy.io import read_jsonl, write_jsonl
 
 VARIANT = "~"
 KEY_FIGURES = {
@@ -38,6 +45,40 @@ def variants(methods, ablate, accepts_rules) -> list[tuple[str, str, dict[str, A
         if accepts_rules(method):
             runs += [(variant(method, rule), method, {rule: False}) for rule in ablate]
     return runs
+
+
+def carry_unfired(base: Path, target: Path, rule: str) -> int:
+    """Seed the ablated results file `target` with the records of `base` (the full method's
+    results) whose trace finished and holds no ruling of `rule`; returns how many.
+
+    Only a new `target` is seeded, and only from traces that record their rulings: a record
+    without them (an older trace, a failed run) is decoded again. Each carried record says
+    where it came from (`carried_from`)."""
+    if target.exists() or not base.is_file():
+        return 0
+    carried = []
+    for record in read_jsonl(base, what="results file", torn_last_line="skip"):
+        trace = record.get("trace")
+        if record.get("error") or not isinstance(trace, dict) or "rulings" not in trace \
+                or trace.get("status") == "failed":
+            continue
+        if any(r.get("rule") == rule for r in trace["rulings"]):
+            continue
+        carried.append({**record, "carried_from": base.name})
+    if carried:
+        write_jsonl(target, carried)
+    return len(carried)
+
+
+def seed_ablation(base: Path, target: Path, rules_off: dict[str, bool], progress: bool) -> int:
+    """`carry_unfired` for an ablated run of one rule, saying on stderr what it carried."""
+    (rule,) = rules_off
+    carried = carry_unfired(base, target, rule)
+    if carried and progress:
+        print(f"[serc] {target.name}: {carried} answers on which {rule} never fired carried "
+              f"over from {base.name}; decoding the others with it off", file=sys.stderr,
+              flush=True)
+    return carried
 
 
 def ablation(out_dir: str | os.PathLike[str], kind: str) -> list[dict[str, Any]]:

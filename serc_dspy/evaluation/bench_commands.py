@@ -46,6 +46,10 @@ def _ablate_options(parser) -> None:
     parser.add_argument("--ablate", action="append", default=[], metavar="RULE",
                         help="also run each SERC method with this rule off, on the same items, "
                              "and report the paired difference of every figure (repeatable)")
+    parser.add_argument("--ablate-rerun-all", action="store_true",
+                        help="decode every item again with the rule off; by default the "
+                             "method's answers on which the rule never fired are carried "
+                             "over (the same LM replies take the same path there)")
 
 
 def _options(args):
@@ -115,7 +119,8 @@ def noise_command(args) -> int:
 
     combined = run_noise(args.articles, args.out, methods=args.method, errors=args.errors,
                          bios=args.bios, seed=args.seed, seeds=args.seeds,
-                         ablate=_checked_rules(args.ablate), sentences=args.sentences,
+                         ablate=_checked_rules(args.ablate),
+                         ablate_rerun_all=args.ablate_rerun_all, sentences=args.sentences,
                          include_lead=args.include_lead, offset=args.offset, lm=lm,
                          progress=not options.quiet,
                          on_run=on_run, **settings)
@@ -202,7 +207,7 @@ def factcheck_command(args) -> int:
         args.data, args.out, methods=args.method, items=args.items, offset=args.offset,
         evidence_kind=args.evidence, lm=lm, judge_lm=judge_lm, labels=labels,
         trained_state=_trained_state(options), include_trained=args.include_trained,
-        ablate=_checked_rules(args.ablate),
+        ablate=_checked_rules(args.ablate), ablate_rerun_all=args.ablate_rerun_all,
         progress=not options.quiet,
         on_run=lambda method, s: s.failed and failed.append(f"{method}: {s.failed} failed"),
         **settings)

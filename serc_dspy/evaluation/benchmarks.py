@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
+from serc_dspy.evaluation.ablation import ablation, ablation_table, seed_ablation, variants
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
 from serc_dspy.evaluation.intervals import format_ci, with_intervals
@@ -62,6 +62,7 @@ def run_noise(
     seed: int = 0,
     seeds: Sequence[int] | None = None,
     ablate: Sequence[str] = (),
+    ablate_rerun_all: bool = False,
     sentences: int = 3,
     include_lead: bool = False,
     offset: int = 0,
@@ -85,7 +86,8 @@ def run_noise(
     for k in errors:
         for one_seed in (seeds if seeds else [seed]):
             _run_noise_seed(articles, articles_path, out, k=k, seed=one_seed, methods=methods,
-                            ablate=ablate, bios=bios, sentences=sentences,
+                            ablate=ablate, ablate_rerun_all=ablate_rerun_all,
+                            bios=bios, sentences=sentences,
                             include_lead=include_lead, offset=offset, lm=lm, progress=progress,
                             on_run=on_run, method_options=method_options)
     rescore_noise(out, articles)  # every run in `out`, earlier ones included, scored alike
@@ -93,7 +95,7 @@ def run_noise(
 
 
 def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, methods, ablate,
-                    bios, sentences, include_lead, offset, lm, progress, on_run,
+                    ablate_rerun_all, bios, sentences, include_lead, offset, lm, progress, on_run,
                     method_options):
     drafts = make_drafts(articles, bios=bios, errors=k, seed=seed, sentences=sentences,
                          offset=offset)
@@ -104,6 +106,9 @@ def _run_noise_seed(articles, articles_path, out: Path, *, k: int, seed: int, me
     source = str(articles_path) if not isinstance(articles_path, Mapping) else "<memory>"
     for label, method, rules_off in variants(methods, ablate, accepts_rules):
         options = with_rules_off(method_options, rules_off)
+        if rules_off and not ablate_rerun_all:
+            seed_ablation(out / f"{method}-k{k}{suffix}.jsonl",
+                          out / f"{label}-k{k}{suffix}.jsonl", rules_off, progress)
         summary = run_experiment(
             method, items, out / f"{label}-k{k}{suffix}.jsonl", lm=lm, progress=progress,
             dataset=f"noise-k{k}",

@@ -21,7 +21,7 @@ import dspy
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.ablation import ablation, ablation_table, variants
+from serc_dspy.evaluation.ablation import ablation, ablation_table, seed_ablation, variants
 from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.factcheck import (
@@ -141,6 +141,7 @@ def run_factcheck(
     trained_state: Mapping[str, Any] | None = None,
     include_trained: bool = False,
     ablate: Sequence[str] = (),
+    ablate_rerun_all: bool = False,
     progress: bool = True,
     on_run: Any = None,
     **method_options: Any,
@@ -165,6 +166,8 @@ def run_factcheck(
 
     for label, method, rules_off in variants(methods, ablate, accepts_rules):
         path = out / f"{label}{suffix}.jsonl"
+        if rules_off and not ablate_rerun_all:
+            seed_ablation(out / f"{method}{suffix}.jsonl", path, rules_off, progress)
         summary = run_experiment(
             method, [Item(id=i.id, question=i.question, topic=i.id, draft=i.draft) for i in runs],
             path, lm=lm, progress=progress, dataset=f"factcheck-{evidence}",

@@ -21,6 +21,7 @@ from serc_dspy.evaluation.factcheck import (
     trained_items,
 )
 from serc_dspy.evaluation.intervals import bootstrap_rate, paired_difference
+from serc_dspy.io import read_jsonl
 
 DRAFT = ("Argentina has won the FIFA World Cup once, in 1986. The team is coached by Lionel "
          "Scaloni. Its home stadium is in Buenos Aires.")
@@ -289,3 +290,38 @@ def test_the_shipped_labels_load_and_the_word_paths_agree_with_them():
     decided = [(decide_by_words(r.claim, r.draft, r.answer).outcome, r.outcome) for r in labels]
     decided = [(a, b) for a, b in decided if a is not None]
     assert decided and sum(a == b for a, b in decided) / len(decided) >= 0.9
+
+
+def test_an_ablation_decodes_again_only_the_answers_its_rule_fired_on(tmp_path, monkeypatch,
+                                                                       capsys):
+    """The placeholder rule fires on the first item only (its answer descriptor is empty): the
+    second answer is carried over from the full run, the first decoded with the rule off."""
+    data = _data(tmp_path)
+    lm, engine = scripted_lm(_handlers())
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    out = tmp_path / "fc"
+    argv = ["bench", "factcheck", "--data", str(data), "--method", "serc", "--lm",
+            "openai=http://x/v1#m", "--out", str(out), "--quiet", "--json",
+            "--judge-labels", "none", "--ablate", "firewall.placeholder"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    full = {r["id"]: r for r in read_jsonl(out / "serc.jsonl")}
+    assert [r["rule"] for r in full["factcheck-1"]["trace"]["rulings"]] == \
+        ["firewall.placeholder"]
+    off = {r["id"]: r for r in read_jsonl(out / "serc~firewall.placeholder.jsonl")}
+    assert off["factcheck-2"]["carried_from"] == "serc.jsonl"
+    assert off["factcheck-2"]["answer"] == full["factcheck-2"]["answer"]
+    assert "carried_from" not in off["factcheck-1"]
+    assert off["factcheck-1"]["trace"]["rules_off"] == ["firewall.placeholder"]
+    assert not off["factcheck-1"]["trace"]["rulings"]
+    (row,) = report["ablation"]
+    assert (row["rule"], row["against"]) == ("firewall.placeholder", "serc")
+    assert {d["figure"]: d["items"] for d in row["differences"]}["fixed_rate"] == 2
+
+    rerun = tmp_path / "rerun"
+    argv = [*argv[:argv.index("--out") + 1], str(rerun), *argv[argv.index("--out") + 2:],
+            "--ablate-rerun-all"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    off = read_jsonl(rerun / "serc~firewall.placeholder.jsonl")
+    assert len(off) == 2 and not any("carried_from" in r for r in off)
