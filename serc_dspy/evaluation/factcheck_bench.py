@@ -77,9 +77,12 @@ def corpus_of(item: FactcheckItem) -> LocalCorpus:
 
 def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> list:
     """Score a results file into `RUN.factcheck.jsonl`; an answer scored before (same hash, no
-    unscored claim) is kept as it was. Returns the scores (None for a failed answer)."""
+    unscored claim) is kept as it was, and so is an ablation's answer carried over from the
+    full run (`carried_from`): judging the same text again would only add the judge's noise
+    to the paired difference. Returns the scores (None for a failed answer)."""
     out = sibling(path, SCORES_SUFFIX)
     before = read_scores(out) if out.is_file() else {}
+    carried: dict[str, dict] = {}
     rows, scores = [], []
     for record in read_results(path):
         item = items.get(str(record.get("id")))
@@ -91,6 +94,14 @@ def score_run(path: Path, items: Mapping[str, FactcheckItem], judge: Any) -> lis
             continue
         answer = record.get("answer") or ""
         old = before.get(item.id)
+        source = record.get("carried_from")
+        if old is None and source:  # an ablation's carried answer keeps its first score
+            if source not in carried:
+                scored = sibling(path.parent / source, SCORES_SUFFIX)
+                carried[source] = read_scores(scored) if scored.is_file() else {}
+            old = carried[source].get(item.id)
+            old = old.model_copy(update={"method": record.get("method") or old.method}) \
+                if old is not None else None
         if old is not None and old.answer_hash == _hash(answer) and \
                 all(c.outcome is not None for c in old.claims):
             score = old

@@ -21,7 +21,7 @@ from serc_dspy.evaluation.factcheck import (
     trained_items,
 )
 from serc_dspy.evaluation.intervals import bootstrap_rate, paired_difference
-from serc_dspy.io import read_jsonl
+from serc_dspy.io import read_jsonl, write_jsonl
 
 DRAFT = ("Argentina has won the FIFA World Cup once, in 1986. The team is coached by Lionel "
          "Scaloni. Its home stadium is in Buenos Aires.")
@@ -317,6 +317,21 @@ def test_an_ablation_decodes_again_only_the_answers_its_rule_fired_on(tmp_path, 
     (row,) = report["ablation"]
     assert (row["rule"], row["against"]) == ("firewall.placeholder", "serc")
     assert {d["figure"]: d["items"] for d in row["differences"]}["fixed_rate"] == 2
+
+    # a carried answer keeps the full run's score: marked "altered" there, rescoring the
+    # ablation reads it from there instead of scoring the same text again
+    scored = out / "serc.factcheck.jsonl"
+    rows = read_jsonl(scored)
+    for r in rows:
+        if r["id"] == "factcheck-2":
+            r["claims"][0]["outcome"] = "altered"
+    write_jsonl(scored, rows)
+    (out / "serc~firewall.placeholder.factcheck.jsonl").unlink()
+    assert main(argv) == 0
+    capsys.readouterr()
+    scores = {r["id"]: r for r in read_jsonl(out / "serc~firewall.placeholder.factcheck.jsonl")}
+    assert scores["factcheck-2"]["claims"][0]["outcome"] == "altered"
+    assert scores["factcheck-2"]["method"] == "serc"
 
     rerun = tmp_path / "rerun"
     argv = [*argv[:argv.index("--out") + 1], str(rerun), *argv[argv.index("--out") + 2:],
