@@ -251,7 +251,9 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
     settings: dict[str, Any] = {"adapter": adapter if adapter is not None else StrictJSONAdapter()}
     if lm is not None:
         settings["lm"] = lm
-    bar = progress_bar(len(items), len(items) - len(todo), method, progress)
+    off = [rule for rule, on in (method_options.get("rules") or {}).items() if not on]
+    label = f"{method} ({', '.join(off)} off)" if off else method  # an ablated run
+    bar = progress_bar(len(items), len(items) - len(todo), label, progress)
     try:
         with dspy.context(**settings):
             completed, failed = process_items(todo, work, store, workers=workers, bar=bar)
