@@ -31,6 +31,9 @@ KEY_FIGURES = {
                   "verbatim_share", "calls_per_answer"),
 }
 _SUFFIX = {"noise": ".noise.jsonl", "factcheck": ".factcheck.jsonl"}
+ACTS_WITHOUT_RULING = frozenset({"agree.contradiction"})
+"""Rules that can change a run without leaving a ruling, so none of their answers is carried:
+`agree.contradiction` asks for a second verdict, and when it agrees only the calls change."""
 
 
 def variant(method: str, rule: str) -> str:
@@ -51,16 +54,18 @@ def carry_unfired(base: Path, target: Path, rule: str) -> int:
     """Seed the ablated results file `target` with the records of `base` (the full method's
     results) whose trace finished and holds no ruling of `rule`; returns how many.
 
-    Only a new `target` is seeded, and only from traces that record their rulings: a record
-    without them (an older trace, a failed run) is decoded again. Each carried record says
-    where it came from (`carried_from`)."""
-    if target.exists() or not base.is_file():
+    Only a new `target` is seeded, and only from traces that record their rulings and had no
+    failed step: a record without them (an older trace, a failed run, an `error` event, whose
+    path may differ on another try) is decoded again, and so is every answer of a rule in
+    `ACTS_WITHOUT_RULING`. Each carried record says where it came from (`carried_from`)."""
+    if target.exists() or not base.is_file() or rule in ACTS_WITHOUT_RULING:
         return 0
     carried = []
     for record in read_jsonl(base, what="results file", torn_last_line="skip"):
         trace = record.get("trace")
         if record.get("error") or not isinstance(trace, dict) or "rulings" not in trace \
-                or trace.get("status") == "failed":
+                or trace.get("status") == "failed" \
+                or any(e.get("kind") == "error" for e in trace.get("events") or []):
             continue
         if any(r.get("rule") == rule for r in trace["rulings"]):
             continue
