@@ -312,7 +312,8 @@ def test_an_ablation_decodes_again_only_the_answers_its_rule_fired_on(tmp_path, 
     assert off["factcheck-2"]["carried_from"] == "serc.jsonl"
     assert off["factcheck-2"]["answer"] == full["factcheck-2"]["answer"]
     assert "carried_from" not in off["factcheck-1"]
-    assert off["factcheck-1"]["trace"]["rules_off"] == ["firewall.placeholder"]
+    assert set(off["factcheck-1"]["trace"]["rules_off"]) - \
+        set(full["factcheck-1"]["trace"]["rules_off"]) == {"firewall.placeholder"}
     assert not off["factcheck-1"]["trace"]["rulings"]
     (row,) = report["ablation"]
     assert (row["rule"], row["against"]) == ("firewall.placeholder", "serc")

@@ -138,6 +138,7 @@ def test_a_contradiction_citing_the_claim_itself_is_not_found():
 
 
 WORK = "Marie Curie was honoured for work on chemistry."
+SECOND_VOTE = {"quote.second_vote": True}  # off by default since its ablation
 RADIOACTIVITY = "She was honoured for her work on radioactivity."
 WORK_CORPUS = LocalCorpus.from_texts({"c.txt": f"{QUOTE} {RADIOACTIVITY}"})
 
@@ -149,7 +150,7 @@ def test_a_contradiction_whose_quote_supports_the_claim_gets_a_second_verdict():
             return {"quote": "She studied at the Sorbonne in Paris.", "verdict": "CONTRADICTED"}
         return {"quote": "", "verdict": "SUPPORTED"}
 
-    trace, engine = decode(QuoteAndJudge=cite)
+    trace, engine = decode(QuoteAndJudge=cite, rules=SECOND_VOTE)
     fact = next(f for f in trace.facts if "Sorbonne" in f.text)
     assert fact.second_verdict == "SUPPORTED"
     assert fact.verdict == "SUPPORTED" and fact.status == "kept"
@@ -174,14 +175,14 @@ def test_an_unwitnessed_contradiction_is_pruned_never_rewritten():
         return {"verdict": "CONTRADICTED" if inputs["claim"] == sorbonne else "SUPPORTED"}
 
     trace, engine = decode(QuoteAndJudge=cite, JudgeFact=judge,
-                           rules={"agree.not_found": False})
+                           rules={**SECOND_VOTE, "agree.not_found": False})
     fact = next(f for f in trace.facts if f.text == sorbonne)
     assert (fact.verdict, fact.second_verdict, fact.status) == ("NOT_FOUND", "CONTRADICTED",
                                                                 "pruned")
     assert fact.correction is None and not engine.of("CorrectFacts")
     assert "Sorbonne" not in trace.answer
     # With agree.not_found (the default) the passages name the Sorbonne: it stays, unverified.
-    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=judge)
+    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=judge, rules=SECOND_VOTE)
     fact = next(f for f in trace.facts if f.text == sorbonne)
     assert fact.status == "unverified" and trace.ruled("agree.not_found", fact.id)
 
@@ -194,7 +195,7 @@ def test_a_failed_second_verdict_keeps_the_fact_unverified():
     def outage(inputs):
         raise ConnectionError("the LM went away")
 
-    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=outage)
+    trace, _ = decode(QuoteAndJudge=cite, JudgeFact=outage, rules=SECOND_VOTE)
     fact = next(f for f in trace.facts if "Sorbonne" in f.text)
     assert fact.status == "unverified" and fact.verdict is None
     assert "Sorbonne" in trace.answer  # an outage never deletes a user's fact

@@ -51,18 +51,23 @@ def test_a_contradiction_keeps_its_witness_or_is_unwitnessed():
     assert unrelated.rule is None and unrelated.unwitnessed
 
 
-def test_an_unwitnessed_contradiction_gets_a_second_vote_in_a_run():
+def test_an_unwitnessed_contradiction_gets_a_second_vote_when_switched_on():
     # the held-out case ("born on April 8, 1944" -> "April 7"): such a fact is never rewritten
     def contradict_study(inputs):
         study = "Sorbonne" in inputs["claim"]
         return {"quote": "" if study else QUOTE, "verdict":
                 "CONTRADICTED" if study else "SUPPORTED"}
 
-    trace = cited(QuoteAndJudge=contradict_study)
+    trace = cited(QuoteAndJudge=contradict_study, rules={"quote.second_vote": True})
     ruling = trace.ruled("quote.second_vote")[0]
     assert (ruling.before, ruling.after) == ("CONTRADICTED", "SUPPORTED")
     fact = trace.fact(ruling.node)
     assert fact.lm_verdict == "CONTRADICTED" and fact.verdict == "SUPPORTED"
-    off = cited(QuoteAndJudge=contradict_study, rules={"quote.second_vote": False})
+    assert not cited(rules={"quote.second_vote": True}).ruled("quote.second_vote")
+    # off, the default since its ablation: one unwitnessed verdict is one signal at most, so
+    # the fact is disputed, in the draft's words, and no second verdict is asked for
+    off = cited(QuoteAndJudge=contradict_study)
     assert not off.ruled("quote.second_vote")
-    assert not cited().ruled("quote.second_vote")
+    (disputed,) = off.ruled("agree.contradiction")
+    fact = off.fact(disputed.node)
+    assert fact.status == "disputed" and fact.second_verdict is None

@@ -297,7 +297,8 @@ class CheckNodes(Stage):
         """`agree.contradiction`: a contradicted fact is changed only when two independent
         signals say CONTRADICTED (its verdict, when witnessed by its quote or given for the
         whole group; a witnessed one-detail swap; a second verdict by another prompt on its
-        own passages, asked only when the others do not already agree; the claim verifier).
+        own passages, asked only when the others do not already agree and it could make two;
+        the claim verifier).
         One alone leaves it `disputed`, in the draft's words."""
         wrong = [f for f in facts if f.verdict == "CONTRADICTED"]
         if not wrong or not run.on("agree.contradiction"):
@@ -313,9 +314,14 @@ class CheckNodes(Stage):
             async def second(fact=fact, evidence=evidence) -> str:
                 return (await run.call("single_verifier", evidence=evidence,
                                        claim=fact.text)).verdict
+            # the votes a second verdict could bring the fact to: asked only where it can make
+            # two (an unwitnessed cited verdict is no vote, so without a claim verifier a
+            # second one alone could not, and the fact is disputed without the call)
+            reachable = contradicting(fact.votes) + 1 + \
+                (self.settings.claim_verifier is not None)
             if fact.second_verdict is not None:
                 fact.votes["second"] = fact.second_verdict
-            elif contradicting(fact.votes) < MIN_AGREEING:  # else agreed without a call
+            elif contradicting(fact.votes) < MIN_AGREEING <= reachable:
                 vote = await run.attempt("detect", f"second verdict on fact {fact.id} failed",
                                          second, None)
                 if vote is not None:
