@@ -46,7 +46,8 @@ def assert_graph_complete(trace: Trace) -> None:
     assert any(f.verdict for f in trace.facts)
     for fact in trace.facts:
         assert fact.verdict in ALLOWED or fact.status == "unverified"
-        assert fact.status in {"kept", "corrected", "pruned", "uncorrected", "unverified"}
+        assert fact.status in {"kept", "corrected", "pruned", "uncorrected", "unverified",
+                               "disputed"}
     for check in trace.checks:
         if check.error is None:
             assert check.query.strip() and check.evidence.strip()
