@@ -107,7 +107,9 @@ def child(model: str, setting: dict, result_path: Path) -> None:
     steps = {name: usage.model_dump() for name, usage in trace.usage.steps.items()}
     result_path.write_text(json.dumps({
         "wall_s": wall, "steps": steps, "total": trace.usage.total.model_dump(),
-        "fixed": planted_fixed(answer.getvalue()), "answer": answer.getvalue().strip()}))
+        "fixed": planted_fixed(answer.getvalue()), "answer": answer.getvalue().strip(),
+        "rulings": [f"{r.rule} {r.node}: {r.before} -> {r.after}" for r in trace.rulings],
+        "statuses": {f.id: f.status for f in trace.facts}}))
 
 
 def decode(model: str, name: str, setting: dict, busy: bool) -> dict:
