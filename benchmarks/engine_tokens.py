@@ -196,6 +196,11 @@ def main() -> None:
         for name, setting in settings:
             print(f"decoding {name} ({'busy' if busy else 'idle'})...", file=sys.stderr)
             runs.append(decode(args.model, name, setting, busy))
+            if args.out:  # each run kept as it ends: a long busy run may be stopped
+                kept = args.out.with_name(f"{args.out.stem}-{name}-{'busy' if busy else 'idle'}"
+                                          ".json")
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(runs[-1], indent=2) + "\n")
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     report = [f"# engine_tokens: {args.model}, {when}", ""]
     for run in runs:
