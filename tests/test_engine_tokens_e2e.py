@@ -3,6 +3,7 @@ the main job decoded under two settings in fresh processes, one per-stage table 
 ratio line. About two minutes on two CPU cores; the figures themselves are not asserted (they
 are measured with `qwen1.5b` in benchmarks/measured/)."""
 
+import json
 import re
 import subprocess
 import sys
@@ -30,3 +31,7 @@ def test_the_engine_token_benchmark_prints_both_tables_and_the_ratio_line(tmp_pa
         assert total and int(total[1]) > 0 and int(total[2].replace(",", "")) > 0
     assert re.search(r"ratio new/today \(idle\): uncached prompt tokens \d+\.\d\dx, prompt "
                      r"tokens \d+\.\d\dx, completion tokens \d+\.\d\dx, wall \d+\.\d\dx", report)
+    for name in ("today", "new"):  # each run's figures kept as JSON as soon as it ended
+        kept = json.loads((tmp_path / f"engine_tokens-{name}-idle.json").read_text())
+        assert kept["name"] == name and kept["total"]["calls"] > 0
+        assert isinstance(kept["rulings"], list) and kept["statuses"]
