@@ -19,6 +19,7 @@ from serc_dspy.evaluation.injection import (
     split_article,
 )
 from serc_dspy.evaluation.noise import count, score_decoding, summarize_noise
+from serc_dspy.io import read_jsonl
 from serc_dspy.trace import Fact, Trace
 
 JANE = (
@@ -444,3 +445,29 @@ def test_bench_noise_pools_several_seeds_on_the_same_bios(tmp_path, monkeypatch,
     assert pooled["seeds"] == [0, 1] and pooled["bios"] == 4 and pooled["injected"] == 8
     assert summary["methods"]["initial"]["residual_error_rate_ci"] == [1.0, 1.0]
     assert "| 2 | initial | 0,1 | 4 |" in (out / "noise.md").read_text()
+
+
+def test_ablating_a_rule_that_never_fired_decodes_nothing_again(tmp_path, monkeypatch, capsys):
+    articles_path = tmp_path / "articles.json"
+    articles_path.write_text(json.dumps(ARTICLES), encoding="utf-8")
+    drafts = {d.question: d for d in make_drafts(load_articles(ARTICLES), bios=2, errors=2)}
+    lm, engine = scripted_lm(_noise_handlers(drafts))
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    out = tmp_path / "noise"
+    argv = ["bench", "noise", "--articles", str(articles_path), "--bios", "2", "--errors", "2",
+            "--method", "serc", "--lm", "openai=http://x/v1|m", "--out", str(out), "--quiet",
+            "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    full = read_jsonl(out / "serc-k2.jsonl")
+    assert not any(r["rule"] == "quote.echo" for f in full for r in f["trace"]["rulings"])
+    calls = len(engine.calls)
+    assert main([*argv, "--ablate", "quote.echo"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert len(engine.calls) == calls  # every answer carried over: no LM call
+    off = read_jsonl(out / "serc~quote.echo-k2.jsonl")
+    assert [r["answer"] for r in off] == [r["answer"] for r in full]
+    assert {r["carried_from"] for r in off} == {"serc-k2.jsonl"}
+    (row,) = summary["ablation"]
+    assert row["rule"] == "quote.echo" and all(
+        d["difference"] in (0, None) for d in row["differences"])
