@@ -63,10 +63,17 @@ def _options(args):
     return options
 
 
-def _checked_rules(ids: list[str]) -> list[str]:
-    from serc_dspy.rules import check_ids
+def _checked_rules(ids: list[str], switches=None) -> list[str]:
+    """The rules to ablate: known ids, each on in this run (ablating a rule that is already
+    off would compare the method with itself)."""
+    from serc_dspy.rules import RuleSet, check_ids
 
     check_ids(ids)
+    rules = RuleSet(dict(switches or {}))
+    for rule in ids:
+        if not rules.on(rule):
+            raise UserError(f"--ablate {rule}: the rule is already off in this run; switch it "
+                            f"on with --rule=+{rule} to measure what it does")
     return list(dict.fromkeys(ids))
 
 
@@ -119,7 +126,7 @@ def noise_command(args) -> int:
 
     combined = run_noise(args.articles, args.out, methods=args.method, errors=args.errors,
                          bios=args.bios, seed=args.seed, seeds=args.seeds,
-                         ablate=_checked_rules(args.ablate),
+                         ablate=_checked_rules(args.ablate, options.rules),
                          ablate_rerun_all=args.ablate_rerun_all, sentences=args.sentences,
                          include_lead=args.include_lead, offset=args.offset, lm=lm,
                          progress=not options.quiet,
@@ -207,7 +214,8 @@ def factcheck_command(args) -> int:
         args.data, args.out, methods=args.method, items=args.items, offset=args.offset,
         evidence_kind=args.evidence, lm=lm, judge_lm=judge_lm, labels=labels,
         trained_state=_trained_state(options), include_trained=args.include_trained,
-        ablate=_checked_rules(args.ablate), ablate_rerun_all=args.ablate_rerun_all,
+        ablate=_checked_rules(args.ablate, options.rules),
+        ablate_rerun_all=args.ablate_rerun_all,
         progress=not options.quiet,
         on_run=lambda method, s: s.failed and failed.append(f"{method}: {s.failed} failed"),
         **settings)

@@ -361,6 +361,10 @@ def test_a_bad_halueval_line_is_an_error_naming_it(tmp_path):
     (["noise", "--articles", "ARTICLES", "--method", "nosuch"], "unknown method 'nosuch'"),
     (["noise", "--articles", "ARTICLES", "--method", "serc", "--errors", "40"],
      "can carry 40 planted errors"),
+    (["noise", "--articles", "ARTICLES", "--method", "serc", "--ablate", "quote.second_vote"],
+     "--ablate quote.second_vote: the rule is already off in this run"),
+    (["noise", "--articles", "ARTICLES", "--method", "serc", "--ablate", "quote.echo",
+      "--rule=-quote.echo"], "--ablate quote.echo: the rule is already off"),
     (["halueval", "--data", "/nonexistent.jsonl"], "HaluEval data file not found"),
     (["stages", "--data", "/nonexistent"], "data path not found"),
 ])
