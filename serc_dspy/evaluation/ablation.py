@@ -22,6 +22,7 @@ from typing import Any
 
 from serc_dspy.evaluation.compare import compare_files
 from serc_dspy.io import read_jsonl, write_jsonl
+from serc_dspy.rules import RULES
 
 VARIANT = "~"
 KEY_FIGURES = {
@@ -31,9 +32,6 @@ KEY_FIGURES = {
                   "verbatim_share", "calls_per_answer"),
 }
 _SUFFIX = {"noise": ".noise.jsonl", "factcheck": ".factcheck.jsonl"}
-ACTS_WITHOUT_RULING = frozenset({"agree.contradiction"})
-"""Rules that can change a run without leaving a ruling, so none of their answers is carried:
-`agree.contradiction` asks for a second verdict, and when it agrees only the calls change."""
 
 
 def variant(method: str, rule: str) -> str:
@@ -56,9 +54,10 @@ def carry_unfired(base: Path, target: Path, rule: str) -> int:
 
     Only a new `target` is seeded, and only from traces that record their rulings and had no
     failed step: a record without them (an older trace, a failed run, an `error` event, whose
-    path may differ on another try) is decoded again, and so is every answer of a rule in
-    `ACTS_WITHOUT_RULING`. Each carried record says where it came from (`carried_from`)."""
-    if target.exists() or not base.is_file() or rule in ACTS_WITHOUT_RULING:
+    path may differ on another try) is decoded again, and so is every answer of a rule that
+    `acts_without_ruling` (`agree.contradiction`: its agreeing second verdict is a call).
+    Each carried record says where it came from (`carried_from`)."""
+    if target.exists() or not base.is_file() or RULES[rule].acts_without_ruling:
         return 0
     carried = []
     for record in read_jsonl(base, what="results file", torn_last_line="skip"):

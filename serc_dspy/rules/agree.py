@@ -22,7 +22,8 @@ register(
          "in the draft's words", "each wrong CONTRADICTED on a true fact was an edit the user "
          "did not ask for; a witnessed swap is the case the LM misses most (the main job's "
          "\"Chemistry in 1903\", judged SUPPORTED twice against a quote saying Physics)",
-         thresholds={"min_agreeing": MIN_AGREEING}),
+         thresholds={"min_agreeing": MIN_AGREEING},
+         acts_without_ruling=True),  # its agreeing second verdict is a call, no ruling
     Rule("agree.not_found", "a NOT_FOUND fact is pruned only when no passage of its check "
          "mentions its key details (numbers and names, else its content words); otherwise it "
          "stays `unverified`", "grouped checks retrieve passages about the other facts; a "

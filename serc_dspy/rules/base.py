@@ -31,6 +31,9 @@ class Rule:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     found_on: str = ""
     """The case it was found on, when one case motivated it (a bio, a trace)."""
+    acts_without_ruling: bool = False
+    """It can change a run (its calls) without leaving a ruling, so an ablation decodes every
+    answer again rather than carrying over those it never fired on."""
 
     @property
     def concern(self) -> str:
