@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from serc_dspy import cpu
 from serc_dspy.backends.chat import BackendError
 from serc_dspy.backends.embedded import LlamaServerEngine
 from serc_dspy.cpu import default_threads
@@ -19,7 +20,10 @@ def test_serc_threads_sets_the_engines_thread_count(monkeypatch):
         with pytest.raises(UserError, match="SERC_THREADS"):
             default_threads()
     monkeypatch.delenv("SERC_THREADS")
+    monkeypatch.setattr(cpu, "cores_busy_elsewhere", lambda: 0.0)
+    cpu.load_aware_threads.cache_clear()
     assert default_threads() == len(os.sched_getaffinity(0))
+    cpu.load_aware_threads.cache_clear()
 
 
 def test_thread_and_poll_settings_are_checked_and_saved(tmp_path):
