@@ -82,6 +82,7 @@ def child(model: str, setting: dict, result_path: Path) -> None:
     """One decoding of the main job in this process, its figures written to `result_path`."""
     from serc_dspy import cli
     from serc_dspy.backends import embedded
+    from serc_dspy.cpu import default_threads
     from serc_dspy.trace import Trace
 
     plain = embedded.LlamaServerEngine.__init__
@@ -109,7 +110,8 @@ def child(model: str, setting: dict, result_path: Path) -> None:
         "wall_s": wall, "steps": steps, "total": trace.usage.total.model_dump(),
         "fixed": planted_fixed(answer.getvalue()), "answer": answer.getvalue().strip(),
         "rulings": [f"{r.rule} {r.node}: {r.before} -> {r.after}" for r in trace.rulings],
-        "statuses": {f.id: f.status for f in trace.facts}}))
+        "statuses": {f.id: f.status for f in trace.facts},
+        "threads": default_threads()}))  # the process's choice, not sampled again
 
 
 def decode(model: str, name: str, setting: dict, busy: bool) -> dict:
@@ -142,7 +144,8 @@ def table(run: dict) -> list[str]:
     head = (f"### {run['name']} ({'one core busy' if run['busy'] else 'idle'}): "
             f"{run['wall_s']:.0f} s wall, planted errors fixed "
             f"{sum(run['fixed'])}/{len(run['fixed'])}")
-    rows = [head, "", f"setting: `{json.dumps(run['setting'])}`", "",
+    rows = [head, "", f"setting: `{json.dumps(run['setting'])}`, engine threads: "
+            f"{run.get('threads', '?')}", "",
             "| stage | calls | prompt | cached | uncached | completion | call s |",
             "|---|---:|---:|---:|---:|---:|---:|"]
     for stage, usage in sorted(run["steps"].items()) + [("**total**", run["total"])]:

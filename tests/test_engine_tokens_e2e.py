@@ -4,6 +4,7 @@ ratio line. About two minutes on two CPU cores; the figures themselves are not a
 are measured with `qwen1.5b` in benchmarks/measured/)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,3 +36,4 @@ def test_the_engine_token_benchmark_prints_both_tables_and_the_ratio_line(tmp_pa
         kept = json.loads((tmp_path / f"engine_tokens-{name}-idle.json").read_text())
         assert kept["name"] == name and kept["total"]["calls"] > 0
         assert isinstance(kept["rulings"], list) and kept["statuses"]
+        assert 1 <= kept["threads"] <= len(os.sched_getaffinity(0))
