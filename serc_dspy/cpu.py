@@ -15,6 +15,7 @@ import functools
 import logging
 import math
 import os
+import threading
 import time
 
 from serc_dspy.errors import UserError
@@ -55,13 +56,27 @@ def default_threads() -> int:
     return int(value)
 
 
-@functools.cache
 def load_aware_threads() -> int:
     """The cores not held by other processes, sampled once per process.
 
     Once, because the embedded engine loads one server per thread count: a second choice in
-    the same process would load the model's weights a second time.
+    the same process would load the model's weights a second time. Concurrent callers (the
+    check nodes' threads reach the engine together) wait for the one sample.
     """
+    with _sample_lock:
+        return _sampled_threads()
+
+
+def forget_load_sample() -> None:
+    """The next `load_aware_threads()` samples the load again (for tests)."""
+    _sampled_threads.cache_clear()
+
+
+_sample_lock = threading.Lock()
+
+
+@functools.cache
+def _sampled_threads() -> int:
     cores = available_cores()
     busy = cores_busy_elsewhere()
     threads = threads_for_load(cores, busy)

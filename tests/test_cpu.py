@@ -5,6 +5,7 @@ import logging
 import multiprocessing
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -65,12 +66,30 @@ def test_a_busy_loop_in_another_process_is_seen():
         spinner.join()
 
 
+def test_engine_threads_arriving_together_wait_for_one_sample(monkeypatch):
+    samples = []
+
+    def slow_sample():
+        samples.append(1)
+        time.sleep(0.2)
+        return 0.0
+
+    monkeypatch.setattr(cpu, "cores_busy_elsewhere", slow_sample)
+    cpu.forget_load_sample()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            chosen = set(pool.map(lambda _: cpu.load_aware_threads(), range(8)))
+        assert samples == [1] and chosen == {cpu.available_cores()}
+    finally:
+        cpu.forget_load_sample()
+
+
 def test_the_load_is_sampled_once_per_process_and_a_cut_is_logged(monkeypatch, caplog):
     samples = []
     monkeypatch.delenv(cpu.THREADS_ENV, raising=False)
     monkeypatch.setattr(cpu, "available_cores", lambda: 2)
     monkeypatch.setattr(cpu, "cores_busy_elsewhere", lambda: samples.append(1) or 1.0)
-    cpu.load_aware_threads.cache_clear()
+    cpu.forget_load_sample()
     try:
         with caplog.at_level(logging.WARNING, logger="serc_dspy"):
             assert cpu.default_threads() == 1
@@ -80,4 +99,4 @@ def test_the_load_is_sampled_once_per_process_and_a_cut_is_logged(monkeypatch, c
         monkeypatch.setenv(cpu.THREADS_ENV, "2")  # the user's setting wins over the load
         assert cpu.default_threads() == 2
     finally:
-        cpu.load_aware_threads.cache_clear()
+        cpu.forget_load_sample()

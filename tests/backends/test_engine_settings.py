@@ -21,9 +21,9 @@ def test_serc_threads_sets_the_engines_thread_count(monkeypatch):
             default_threads()
     monkeypatch.delenv("SERC_THREADS")
     monkeypatch.setattr(cpu, "cores_busy_elsewhere", lambda: 0.0)
-    cpu.load_aware_threads.cache_clear()
+    cpu.forget_load_sample()
     assert default_threads() == len(os.sched_getaffinity(0))
-    cpu.load_aware_threads.cache_clear()
+    cpu.forget_load_sample()
 
 
 def test_thread_and_poll_settings_are_checked_and_saved(tmp_path):
