@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-from serc_dspy import cpu
 from serc_dspy.backends.chat import BackendError
 from serc_dspy.backends.embedded import LlamaServerEngine
 from serc_dspy.cpu import default_threads
@@ -20,10 +19,7 @@ def test_serc_threads_sets_the_engines_thread_count(monkeypatch):
         with pytest.raises(UserError, match="SERC_THREADS"):
             default_threads()
     monkeypatch.delenv("SERC_THREADS")
-    monkeypatch.setattr(cpu, "cores_busy_elsewhere", lambda: 0.0)
-    cpu.forget_load_sample()
     assert default_threads() == len(os.sched_getaffinity(0))
-    cpu.forget_load_sample()
 
 
 def test_thread_and_poll_settings_are_checked_and_saved(tmp_path):
