@@ -49,6 +49,7 @@ from serc_dspy.evaluation.scoring import (
 )
 from serc_dspy.io import read_json, write_json
 from serc_dspy.programs import build_method
+from serc_dspy.programs.registry import get_method
 from serc_dspy.trace import Trace
 
 __all__ = [
@@ -96,10 +97,13 @@ def _refuse(meta_path: Path, key: str, before: Any, now: Any) -> None:
 
 def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[str, Any],
                          inputs: Mapping[str, Any] | None = None,
-                         decoding: Mapping[str, Any] | None = None) -> None:
+                         decoding: Mapping[str, Any] | None = None,
+                         takes: Callable[[str], bool] = lambda option: True) -> None:
     """Refuse to resume a results file with another LM, other method options, other inputs
     (dataset, its path and content, retriever) or other decoding options: one file must hold
-    one experiment. Concurrency options may change between resumes."""
+    one experiment. Concurrency options may change between resumes, and so may the options
+    the method does not take (`takes`), since a baseline drops SERC's own: `initial`'s results
+    resume beside a `serc --fact-evidence` run."""
     try:
         previous = read_json(meta_path, what="meta file") if meta_path.is_file() else {}
     except UserError as exc:
@@ -108,8 +112,9 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
     if not isinstance(previous, dict) or not previous:
         return
     before = {k: v for k, v in (previous.get("options") or {}).items()
-              if k not in _CONCURRENCY_OPTIONS}
-    now = {k: v for k, v in jsonable(options).items() if k not in _CONCURRENCY_OPTIONS}
+              if k not in _CONCURRENCY_OPTIONS and takes(k)}
+    now = {k: v for k, v in jsonable(options).items()
+           if k not in _CONCURRENCY_OPTIONS and takes(k)}
     for key, value in (inputs or {}).items():
         if key in previous and previous[key] != value:
             _refuse(meta_path, key, previous[key], value)
@@ -208,7 +213,7 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
         _check_same_settings(meta_path, lm_name(lm), method_options,
                              {"dataset": dataset, "retriever": retriever_name,
                               **{k: meta[k] for k in RESULT_INPUTS if k in meta}},
-                             decoding)
+                             decoding, takes=get_method(method).accepts)
     info = {
         **_provenance(meta_path),
         "method": method, "dataset": dataset, "lm": lm_name(lm),

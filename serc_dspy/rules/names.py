@@ -3,6 +3,12 @@
 The firewall's LM judge decides between two usable descriptors whose names differ. A 1.5B
 judge threw true drafts away ("Kim Burrell" and "Kimberly Jean Burrell" as two people; a bio
 of the singer Wendy that opens with her birth name), so names are compared as text first.
+
+`firewall.short_given_name` and `firewall.known_as` were each found on one tuning-split bio
+and decided nothing on the 54 report-split answers they were first recorded on (Factcheck-Bench
+items 26-50 and the noise benchmark's report bios); the rulebook's rule is that such a rule
+shows its worth on data it was not found on, or goes. They are off by default and stay in
+the rulebook for a user who meets those names (`--rule=+firewall.known_as`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ register(
          "\"Kimberly\") with the same surname is the same name",
          "a 1.5B judge called Kim Burrell and Kimberly Jean Burrell two people and threw a "
          "true draft away", thresholds={"min_letters": 3},
-         found_on="Kim Burrell (tuning split)"),
+         found_on="Kim Burrell (tuning split)", default=False),
     Rule("firewall.asked_entity", "an answer that names the asked entity, which the evidence "
          "is about, passes with no judge call", "drafts that open with the subject's birth "
          "name (Beenie Man, Botak Chin) were reset", found_on="noise bios 1-8 (tuning split)"),
@@ -41,19 +47,24 @@ register(
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",
-         english_only=True, found_on="Wendy (singer), noise split 4 (tuning split)"),
+         english_only=True, found_on="Wendy (singer), noise split 4 (tuning split)",
+         default=False),
 )
 
 SHORT_FORM_MIN = 3
 """Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
 
 
-def same_name(first: str, second: str, rules: RuleSet | None = None) -> bool:
+def same_name(first: str, second: str, rules: RuleSet | None = None,
+              decided_by: list[str] | None = None) -> bool:
     """True when two names are the same after normalisation, or one full name (two words or
     more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie').
     A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
     Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
-    away, while a short form that starts the same surname's given name is the same person."""
+    away, while a short form that starts the same surname's given name is the same person.
+
+    `decided_by`, when given, receives `firewall.short_given_name` when that rule made the
+    match, so the caller records its ruling (a rule inside a rule still leaves its own)."""
     a, b = normalise_name(first).split(), normalise_name(second).split()
     if not a or not b:
         return False
@@ -62,10 +73,20 @@ def same_name(first: str, second: str, rules: RuleSet | None = None) -> bool:
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     if len(short) < 2:
         return False
+    if _contained(short, long_):
+        return True
     if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
-            long_[0].startswith(short[0]) and (rules is None or
-                                               rules.on("firewall.short_given_name")):
-        long_ = [short[0], *long_[1:]]
+            long_[0].startswith(short[0]) and \
+            (rules or RuleSet()).on("firewall.short_given_name") and \
+            _contained(short, [short[0], *long_[1:]]):
+        if decided_by is not None:
+            decided_by.append("firewall.short_given_name")
+        return True
+    return False
+
+
+def _contained(short: list[str], long_: list[str]) -> bool:
+    """Every word of `short` occurs in `long_`, in order."""
     position = 0
     for word in long_:
         if position < len(short) and word == short[position]:
@@ -73,22 +94,27 @@ def same_name(first: str, second: str, rules: RuleSet | None = None) -> bool:
     return position == len(short)
 
 
-def mentions(text: str, name: str, rules: RuleSet | None = None) -> bool:
+def mentions(text: str, name: str, rules: RuleSet | None = None,
+             decided_by: list[str] | None = None) -> bool:
     """True when `text` names `name` (normalised, as a contiguous run): a draft that says
     "known professionally as Beenie Man" is about Beenie Man.
 
     A one-word name ("Wendy", "Ronaldo") is too common to count anywhere in the text; it
     counts only where the text gives it as its subject's name ("known professionally as
     Wendy"). The firewall had reset a true bio of the singer Wendy, which opens with her birth
-    name, Shon Seung-wan."""
+    name, Shon Seung-wan. `decided_by`, when given, receives `firewall.known_as` when that
+    rule made the match."""
     words = normalise_name(name).split()
     if not words:
         return False
     folded = f" {normalise_name(text)} "
     if len(words) == 1:
-        if rules is not None and not rules.on("firewall.known_as"):
+        if not (rules or RuleSet()).on("firewall.known_as"):
             return False
-        return re.search(rf" known(?: \w+){{0,2}} as {re.escape(words[0])} ", folded) is not None
+        known = re.search(rf" known(?: \w+){{0,2}} as {re.escape(words[0])} ", folded)
+        if known and decided_by is not None:
+            decided_by.append("firewall.known_as")
+        return known is not None
     return f" {' '.join(words)} " in folded
 
 

@@ -210,3 +210,8 @@ def test_resuming_with_another_lm_or_options_is_refused(tmp_path):
     summary = run_experiment("initial", items(2), out, lm=lm, progress=False, top_k=3,
                              max_workers=4)
     assert (summary.skipped, summary.completed) == (1, 1)
+    # So may SERC's own options, which `initial` drops: its results resume beside a
+    # `serc --fact-evidence` run.
+    summary = run_experiment("initial", items(3), out, lm=lm, progress=False, top_k=3,
+                             fact_evidence=True, reconstruct="minimal")
+    assert (summary.skipped, summary.completed) == (2, 1)

@@ -7,6 +7,7 @@ from test_serc import DRAFT, handlers
 
 from serc_dspy import SERC, LocalCorpus
 from serc_dspy.entities import Descriptor
+from serc_dspy.rules import RuleSet
 from serc_dspy.rules.names import mentions, same_name
 from serc_dspy.text import normalise_name
 
@@ -82,24 +83,37 @@ ONE_WORD_STAGE_NAME_DRAFT = ("Shon Seung-wan, known professionally as Wendy, is 
                              "singer. She debuted with Red Velvet in 2014.")
 
 
-@pytest.mark.parametrize(("name", "birth_name", "corpus", "draft"), [
-    ("Beenie Man", "Moses Anthony Davis", BEENIE, STAGE_NAME_DRAFT),
-    # A one-word name counts where the draft gives it as its subject's name.
-    ("Wendy", "Shon Seung-wan", WENDY, ONE_WORD_STAGE_NAME_DRAFT),
-])
-def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descriptor_took(
-        name, birth_name, corpus, draft):
+def _stage_name_run(name, birth_name, corpus, draft, rules=None):
     lm, engine = scripted_lm(handlers(
         QueryEntity=lambda i: entity(name),
         AnswerEntity=lambda i: entity(birth_name, "singer"),
         EvidenceEntity=lambda i: entity(name, "musician"),
         SameEntity=lambda i: {"analysis": "Different names.", "same": "NO"}))
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(corpus)))(
+        trace = SERC(retriever=CountingRetriever(LocalCorpus.from_texts(corpus)), rules=rules)(
             question=f"Tell me a bio of {name}.", draft=draft).trace
+    return trace, engine
+
+
+@pytest.mark.parametrize(("name", "birth_name", "corpus", "draft", "rules"), [
+    ("Beenie Man", "Moses Anthony Davis", BEENIE, STAGE_NAME_DRAFT, None),
+    # A one-word name counts where the draft gives it as its subject's name (opt-in).
+    ("Wendy", "Shon Seung-wan", WENDY, ONE_WORD_STAGE_NAME_DRAFT, {"firewall.known_as": True}),
+])
+def test_an_answer_that_names_the_asked_entity_passes_whatever_name_its_descriptor_took(
+        name, birth_name, corpus, draft, rules):
+    trace, engine = _stage_name_run(name, birth_name, corpus, draft, rules)
     assert not trace.firewall.reset and trace.received == draft
     assert f"names the asked entity ({name})" in trace.firewall.decision
     assert engine.of("SameEntity") == [] and trace.subject == f"{name} (musician)"
+
+
+def test_a_one_word_stage_name_still_passes_with_known_as_off_by_default():
+    # `firewall.known_as` is off by default; the draft naming the evidence's entity passes
+    trace, engine = _stage_name_run("Wendy", "Shon Seung-wan", WENDY, ONE_WORD_STAGE_NAME_DRAFT)
+    assert not trace.firewall.reset and trace.received == ONE_WORD_STAGE_NAME_DRAFT
+    assert trace.ruled("firewall.evidence_in_answer") and not trace.ruled("firewall.known_as")
+    assert engine.of("SameEntity") == []
 
 
 def test_the_subject_takes_the_evidence_characteristic_over_the_questions_guess():
@@ -160,11 +174,13 @@ def test_mentions_needs_the_whole_name_in_order():
     assert mentions("Davis, known professionally as Beenie Man, is...", "Beenie Man")
     assert not mentions("Beenie is a man", "Beenie Man")
     assert not mentions("Ronaldo played for Real Madrid", "Ronaldo")  # one word is too weak
-    # ... except where the text gives it as its subject's name.
+    # ... except where the text gives it as its subject's name (`firewall.known_as`, opt-in).
+    known_as = RuleSet({"firewall.known_as": True})
     assert mentions("Shon Seung-wan (born 1994), known professionally as Wendy, is a singer.",
-                    "Wendy")
-    assert mentions("Cristiano Ronaldo, better known as Ronaldo, is ...", "Ronaldo")
-    assert not mentions("She is known as a singer who admired Wendy.", "Wendy")
+                    "Wendy", known_as)
+    assert mentions("Cristiano Ronaldo, better known as Ronaldo, is ...", "Ronaldo", known_as)
+    assert not mentions("She is known as a singer who admired Wendy.", "Wendy", known_as)
+    assert not mentions("Cristiano Ronaldo, better known as Ronaldo, is ...", "Ronaldo")
 
 
 def test_name_helpers():
@@ -172,11 +188,14 @@ def test_name_helpers():
     assert same_name("Marie Curie", "Marie Skłodowska Curie")
     assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
     assert not same_name("Marie Curie", "Pierre Curie")
-    # A short given name that begins the longer one, with the same surname.
-    assert same_name("Kim Burrell", "Kimberly Jean Burrell")
-    assert same_name("Dan Charles", "Daniel Charles")
-    assert not same_name("Kim Burrell", "Kimberly Jean Smith")
-    assert not same_name("Al Smith", "Alfred Smith")  # too short to stand for a name
-    assert not same_name("Jo Burrell", "Kimberly Burrell")
+    # A short given name that begins the longer one, with the same surname
+    # (`firewall.short_given_name`, opt-in).
+    short = RuleSet({"firewall.short_given_name": True})
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell", short)
+    assert same_name("Dan Charles", "Daniel Charles", short)
+    assert not same_name("Dan Charles", "Daniel Charles")
+    assert not same_name("Kim Burrell", "Kimberly Jean Smith", short)
+    assert not same_name("Al Smith", "Alfred Smith", short)  # too short to stand for a name
+    assert not same_name("Jo Burrell", "Kimberly Burrell", short)
     assert str(Descriptor.of("Marie Curie", "Characteristic")) == "Marie Curie"
     assert not Descriptor.of("  name ", "").usable

@@ -1,6 +1,6 @@
 """`rules.names`: when the firewall takes two descriptors for one entity without the judge."""
 
-from rules_helpers import run
+from rules_helpers import CountingRetriever, run
 from scripted import entity
 
 from serc_dspy import SERC, LocalCorpus
@@ -26,12 +26,41 @@ def test_a_placeholder_descriptor_passes():
     assert not run().ruled("firewall.placeholder")
 
 
+SHORT_ON = RuleSet({"firewall.short_given_name": True})
+KNOWN_ON = RuleSet({"firewall.known_as": True})
+
+
+def test_the_one_bio_name_rules_are_off_by_default():
+    # found on one tuning-split bio each, they decided nothing on 54 report-split answers
+    assert not RuleSet().on("firewall.short_given_name")
+    assert not RuleSet().on("firewall.known_as")
+    assert not same_name("Kim Burrell", "Kimberly Jean Burrell")
+    assert not mentions("Shon Seung-wan, known professionally as Wendy, is a singer.", "Wendy")
+
+
 def test_kim_burrell_is_kimberly_jean_burrell():
     # the case that motivated it: a 1.5B judge called them two people
-    assert same_name("Kim Burrell", "Kimberly Jean Burrell", RuleSet())
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell", SHORT_ON)
     assert not same_name("Kim Burrell", "Kimberly Jean Burrell",
                          RuleSet({"firewall.short_given_name": False}))
-    assert not same_name("Kim Burrell", "Kimberly Jean Smith", RuleSet())
+    assert not same_name("Kim Burrell", "Kimberly Jean Smith", SHORT_ON)
+    decided_by: list[str] = []
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell", SHORT_ON, decided_by)
+    assert decided_by == ["firewall.short_given_name"]
+    decided_by.clear()  # a full name contained in the other needs no short form
+    assert same_name("Marie Curie", "Marie Skłodowska Curie", SHORT_ON, decided_by)
+    assert decided_by == []
+
+
+def test_the_short_given_name_leaves_its_own_ruling_in_the_firewall():
+    # it decides inside `firewall.same_name`, and its firing is recorded beside that one
+    trace = run(program=SERC(retriever=CountingRetriever(),
+                                 rules={"firewall.short_given_name": True}),
+                AnswerEntity=lambda i: entity("Kim Burrell", "singer"),
+                EvidenceEntity=lambda i: entity("Kimberly Jean Burrell", "singer"))
+    assert trace.ruled("firewall.same_name", "firewall")
+    assert trace.ruled("firewall.short_given_name", "firewall") and not trace.firewall.reset
+    assert not run().ruled("firewall.short_given_name")
 
 
 def test_beenie_man_named_by_his_birth_name_passes_as_the_asked_entity():
@@ -53,9 +82,34 @@ def test_beenie_man_named_by_his_birth_name_passes_as_the_asked_entity():
 def test_wendy_counts_where_the_draft_gives_it_as_her_name():
     # the case that motivated it: a true bio of the singer Wendy, opening with her birth name
     text = "Shon Seung-wan, known professionally as Wendy, is a South Korean singer."
-    assert mentions(text, "Wendy", RuleSet())
+    assert mentions(text, "Wendy", KNOWN_ON)
     assert not mentions(text, "Wendy", RuleSet({"firewall.known_as": False}))
-    assert not mentions("Wendy bought a house.", "Wendy", RuleSet())  # a bare word: no
+    assert not mentions("Wendy bought a house.", "Wendy", KNOWN_ON)  # a bare word: no
+    decided_by: list[str] = []
+    assert mentions(text, "Wendy", KNOWN_ON, decided_by)
+    assert decided_by == ["firewall.known_as"]
+
+
+def test_wendy_leaves_a_known_as_ruling_when_the_asked_entity_passes():
+    draft = ("Shon Seung-wan, known professionally as Wendy, is a South Korean singer. "
+             "She was born in Seongbuk District in 1994.")
+    corpus = LocalCorpus.from_texts({"w.txt": "Wendy is a South Korean singer, born Shon "
+                                              "Seung-wan in Seongbuk District in 1994."})
+    trace = run(draft=draft, question="Tell me a bio of Wendy.", program=SERC(
+                    retriever=corpus, rules={"firewall.known_as": True}),
+                QueryEntity=lambda i: entity("Wendy"),
+                AnswerEntity=lambda i: entity("Shon Seung-wan", "singer"),
+                EvidenceEntity=lambda i: entity("Wendy", "South Korean singer"),
+                SameEntity=lambda i: {"analysis": "", "same": "NO"})
+    assert trace.ruled("firewall.asked_entity") and trace.ruled("firewall.known_as")
+    assert not trace.firewall.reset
+    off = run(draft=draft, question="Tell me a bio of Wendy.", program=SERC(
+                  retriever=corpus, rules={"firewall.known_as": False}),
+              QueryEntity=lambda i: entity("Wendy"),
+              AnswerEntity=lambda i: entity("Shon Seung-wan", "singer"),
+              EvidenceEntity=lambda i: entity("Wendy", "South Korean singer"),
+              SameEntity=lambda i: {"analysis": "", "same": "NO"})
+    assert not off.ruled("firewall.known_as") and not off.ruled("firewall.asked_entity")
 
 
 def test_a_question_about_a_concept_skips_the_firewall():

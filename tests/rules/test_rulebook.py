@@ -72,7 +72,8 @@ CHINESE = "居里夫人1867年出生于克拉科夫。她在巴黎索邦大学�
 def test_language_is_read_from_the_draft():
     assert language_of("Marie Curie was born in Warsaw and she studied in Paris.") == "en"
     assert language_of(GERMAN) == "other" and language_of(CHINESE) == "other"
-    assert RuleSet().for_language("other").off() == [r for r in RULES if RULES[r].english_only]
+    assert RuleSet().for_language("other").off() == [
+        r for r in RULES if RULES[r].english_only or not RULES[r].default]
 
 
 def test_english_only_rules_never_fire_on_a_german_or_chinese_draft():

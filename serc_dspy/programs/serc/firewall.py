@@ -117,16 +117,20 @@ class EntityFirewall(Stage):
             firewall.decision = f"passed: the {which} descriptor is empty or a placeholder"
             run.rule("firewall.placeholder", "firewall", detail=firewall.decision)
             return
-        if run.on("firewall.same_name") and same_name(answer.name, evidence.name, run.rules):
+        decided_by: list[str] = []
+        if run.on("firewall.same_name") and same_name(answer.name, evidence.name, run.rules,
+                                                      decided_by):
             firewall.same_entity = True
             firewall.decision = "passed: the answer and the evidence name the same entity " \
                                 "(same normalised name, no judge call)"
             run.rule("firewall.same_name", "firewall", detail=f"{answer} / {evidence}")
+            for rule in decided_by:
+                run.rule(rule, "firewall", detail=f"{answer.name} / {evidence.name}")
             trace.subject = str(more_specific(answer, evidence))
             return
         if run.on("firewall.asked_entity") and query.usable and \
-                same_name(query.name, evidence.name, run.rules) and \
-                mentions(trace.received, query.name, run.rules):
+                same_name(query.name, evidence.name, run.rules, decided_by) and \
+                mentions(trace.received, query.name, run.rules, decided_by):
             # The answer descriptor named another of the subject's names (a birth name, say)
             # while the answer itself names the entity asked about, which the evidence is about.
             firewall.same_entity = True
@@ -134,6 +138,8 @@ class EntityFirewall(Stage):
                                  "which the evidence is about (no judge call)")
             run.rule("firewall.asked_entity", "firewall",
                      detail=f"{query.name}: the answer descriptor said {answer}")
+            for rule in decided_by:
+                run.rule(rule, "firewall", detail=f"{query.name} / {evidence.name}")
             # The query descriptor is guessed from the question alone: the evidence's wins.
             trace.subject = str(evidence if evidence.characteristic else
                                 more_specific(evidence, query))
