@@ -137,7 +137,8 @@ def test_a_baseline_whose_every_search_fails_is_a_failed_run_that_resume_retries
 
 # -- 6. faults never prune facts -------------------------------------------------------------------
 def test_an_empty_fix_leaves_the_fact_contradicted_and_uncorrected():
-    prediction, engine = decode(CorrectFacts=lambda i: {"corrections": [
+    retrying = SERC(retriever=CountingRetriever(), rules={"fix.retry": True})
+    prediction, engine = decode(program=retrying, CorrectFacts=lambda i: {"corrections": [
         {"original": f, "fixed": ""} for f in i["erroneous_facts"]]})
     trace = prediction.trace
     born = trace.fact("f0.0")

@@ -2,6 +2,9 @@
 
 import pytest
 from rules_helpers import cited, run
+from scripted import CountingRetriever
+
+from serc_dspy import SERC
 
 FIRES = {"fix.restates", "fix.rewords", "fix.keeps_contradicted", "fix.empty",
          "fix.propagated_delete", "fix.retry", "fix.join_pieces", "fix.positional",
@@ -26,11 +29,29 @@ def fixes(fixed, related=None):
     ("fix.empty", lambda f: ""),
 ])
 def test_a_fix_that_changes_nothing_is_refused_and_retried(rule, fixed):
-    trace = run(CorrectFacts=fixes(fixed))
+    retrying = SERC(retriever=CountingRetriever(), rules={"fix.retry": True})
+    trace = run(program=retrying, CorrectFacts=fixes(fixed))
     assert trace.ruled(rule, "f0.0") and trace.ruled("fix.retry")
     assert trace.fact("f0.0").status == "uncorrected"
-    good = run()
+    good = run(program=SERC(retriever=CountingRetriever(), rules={"fix.retry": True}))
     assert not good.ruled(rule) and not good.ruled("fix.retry")
+
+
+def test_the_warmer_retry_is_off_by_default_and_costs_no_call():
+    # off since its ablation on the Factcheck-Bench report split (docs/rules.md)
+    def corrector(calls):
+        def count(inputs):
+            calls.append(inputs)
+            return fixes(lambda f: f)(inputs)
+        return count
+
+    default, retrying = [], []
+    trace = run(CorrectFacts=corrector(default))
+    assert trace.ruled("fix.restates", "f0.0") and not trace.ruled("fix.retry")
+    assert trace.fact("f0.0").status == "uncorrected" and "fix.retry" in trace.rules_off
+    on = run(program=SERC(retriever=CountingRetriever(), rules={"fix.retry": True}),
+             CorrectFacts=corrector(retrying))
+    assert len(retrying) - len(default) == len(on.ruled("fix.retry")) > 0
 
 
 def test_a_fix_that_keeps_the_contradicted_detail_is_refused_and_swapped_back():

@@ -82,7 +82,8 @@ class Corrector(Stage):
             evidence = "\n".join(unique_texts(f.quote for f in wrong))
         else:
             evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
-        # A fix that restates its fact is no fix; a small model does this. One retry, on the
+        # A fix that restates its fact is no fix; a small model does this. With `fix.retry`
+        # (off by default: it cost calls and did not pay in its ablation) one retry, on the
         # facts still open and with some sampling freedom, is allowed; then they stay
         # CONTRADICTED and uncorrected.
         temperatures = (0.0, 0.5) if run.on("fix.retry") else (0.0,)
