@@ -52,7 +52,7 @@ def test_a_fix_that_keeps_the_contradicted_detail_is_no_correction():
                                  "Poland."} for f in inputs["erroneous_facts"]]}
 
     trace, engine = decode(CorrectFacts=keep_krakow)
-    assert len(engine.of("CorrectFacts")) == 2  # one retry
+    assert len(engine.of("CorrectFacts")) == 1  # no retry: fix.retry is off by default
     # Neither reply fixed anything; the quote's one swapped detail is the correction.
     assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
     assert trace.ruled("fix.keeps_contradicted")
@@ -296,7 +296,7 @@ def test_a_fix_that_only_rewords_its_fact_is_no_correction():
                            JudgeFact=second)
     fact = next(f for f in trace.facts if f.text == WORK)
     assert fact.status == "uncorrected" and fact.correction is None
-    assert len(engine.of("CorrectFacts")) == 2  # one retry
+    assert len(engine.of("CorrectFacts")) == 1  # no retry: fix.retry is off by default
     assert "work on chemistry" in trace.answer
     assert trace.ruled("fix.rewords") or trace.ruled("fix.restates")
 
