@@ -13,6 +13,11 @@ QUIET = set(FIRES)
 BORN = "Marie Curie was born in Kraków."
 
 
+def retrying():
+    """SERC with the warmer retry switched on (off by default since its ablation)."""
+    return SERC(retriever=CountingRetriever(), rules={"fix.retry": True})
+
+
 def fixes(fixed, related=None):
     """A corrector that answers `fixed(fact)` for each erroneous fact."""
     def correct(inputs):
@@ -29,11 +34,10 @@ def fixes(fixed, related=None):
     ("fix.empty", lambda f: ""),
 ])
 def test_a_fix_that_changes_nothing_is_refused_and_retried(rule, fixed):
-    retrying = SERC(retriever=CountingRetriever(), rules={"fix.retry": True})
-    trace = run(program=retrying, CorrectFacts=fixes(fixed))
+    trace = run(program=retrying(), CorrectFacts=fixes(fixed))
     assert trace.ruled(rule, "f0.0") and trace.ruled("fix.retry")
     assert trace.fact("f0.0").status == "uncorrected"
-    good = run(program=SERC(retriever=CountingRetriever(), rules={"fix.retry": True}))
+    good = run(program=retrying())
     assert not good.ruled(rule) and not good.ruled("fix.retry")
 
 
@@ -45,13 +49,12 @@ def test_the_warmer_retry_is_off_by_default_and_costs_no_call():
             return fixes(lambda f: f)(inputs)
         return count
 
-    default, retrying = [], []
+    default, retried = [], []
     trace = run(CorrectFacts=corrector(default))
     assert trace.ruled("fix.restates", "f0.0") and not trace.ruled("fix.retry")
     assert trace.fact("f0.0").status == "uncorrected" and "fix.retry" in trace.rules_off
-    on = run(program=SERC(retriever=CountingRetriever(), rules={"fix.retry": True}),
-             CorrectFacts=corrector(retrying))
-    assert len(retrying) - len(default) == len(on.ruled("fix.retry")) > 0
+    on = run(program=retrying(), CorrectFacts=corrector(retried))
+    assert len(retried) - len(default) == len(on.ruled("fix.retry")) > 0
 
 
 def test_a_fix_that_keeps_the_contradicted_detail_is_refused_and_swapped_back():
