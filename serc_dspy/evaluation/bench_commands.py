@@ -347,6 +347,7 @@ def stages_command(args) -> int:
         from serc_dspy.evaluation.stage_bench import run_pair_stages
 
         summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
+                                  workers=options.workers or 1,
                                   seed=args.seed, lm=config.build_lm(options),
                                   compiled=args.compiled, out=args.out,
                                   progress=not options.quiet)

@@ -21,7 +21,9 @@ import hashlib
 import os
 import re
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from serc_dspy.evaluation.injection import load_articles, plain_title, split_art
 from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
 from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
 from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
-from serc_dspy.io import write_json
+from serc_dspy.io import json_line, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.serc import SERC
 from serc_dspy.rules.names import same_name
 from serc_dspy.rules.quotes import hold_to_quote, opening_name
@@ -280,62 +282,135 @@ def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
     return chosen
 
 
-def pair_verdicts(stage: str, serc, examples: list[dspy.Example], progress: bool = False
-                  ) -> dict[str, Any]:
-    """Accuracy and macro-F1, with 95% intervals, of one verdict path on the pairs:
-    `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), or
-    `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
-    agrees, as `agree.contradiction` decides)."""
+def _pair_votes(serc, example: dspy.Example, need: set[str]) -> dict[str, str | None]:
+    """One pair's verdict on each path in `need`, every LM call made once: the cited verdict
+    serves `verify_cited` and `verify_agree`, and JudgeFact serves `verify` and the agreement
+    path's second vote (asked only for a cited CONTRADICTED when `verify` is not scored)."""
 
-    started = time.monotonic()
-    gold, predicted, failures = [], [], 0
-    for number, example in enumerate(examples, 1):
-        try:
-            if stage == "verify":
-                verdict = serc.single_verifier(evidence=example.evidence,
-                                               claim=example.claim).verdict
-            else:
-                cited = serc.fact_checker(evidence=example.evidence, claim=example.claim)
-                verdict = hold_to_quote(cited.verdict, example.claim, cited.quote or "",
-                                        example.evidence, opening_name(example.claim)).verdict
-                if stage == "verify_agree" and verdict == "CONTRADICTED":
-                    second = serc.single_verifier(evidence=example.evidence,
+    votes: dict[str, str | None] = {}
+    judged = None
+    if "verify" in need:
+        judged = serc.single_verifier(evidence=example.evidence, claim=example.claim).verdict
+        votes["verify"] = judged
+    if need & {"verify_cited", "verify_agree"}:
+        cited = serc.fact_checker(evidence=example.evidence, claim=example.claim)
+        verdict = hold_to_quote(cited.verdict, example.claim, cited.quote or "",
+                                example.evidence, opening_name(example.claim)).verdict
+        votes["verify_cited"] = verdict
+        if "verify_agree" in need:
+            if verdict == "CONTRADICTED":
+                if judged is None:
+                    judged = serc.single_verifier(evidence=example.evidence,
                                                   claim=example.claim).verdict
-                    verdict = "CONTRADICTED" if second == "CONTRADICTED" else second
-        except Exception:  # noqa: BLE001 - a failed example scores 0 and is counted
-            verdict, failures = None, failures + 1
-        gold.append(example.verdict)
-        predicted.append(verdict)
-        if progress:
-            print(f"[{stage}] {number}/{len(examples)}", file=sys.stderr, end="\r")
+                verdict = judged
+            votes["verify_agree"] = verdict
+    return {stage: votes.get(stage) for stage in need}
+
+
+def _score_votes(gold: list[str], predicted: list[str | None], failures: int,
+                 seconds: float) -> dict[str, Any]:
     correct = [(float(g == p), 1.0) for g, p in zip(gold, predicted, strict=True)]
     f1, per_label = macro_f1(gold, predicted, VERDICT_LABELS)
     ci = bootstrap_rate([(100 * a, b) for a, b in correct])
     f1_ci = bootstrap_statistic(len(gold), lambda idx: macro_f1(
         [gold[i] for i in idx], [predicted[i] for i in idx], VERDICT_LABELS)[0])
     return {"score": 100 * sum(a for a, _ in correct) / len(correct), "n": len(correct),
-            "failures": failures, "seconds": round(time.monotonic() - started, 1),
+            "failures": failures, "seconds": seconds,
             "score_ci": list(ci) if ci else None, "macro_f1": f1,
             "macro_f1_ci": list(f1_ci) if f1_ci else None, "per_label": per_label,
             "labels": {label: gold.count(label) for label in VERDICT_LABELS}}
 
 
+def pair_verdicts(stages: list[str], serc, examples: list[dspy.Example], *, workers: int = 1,
+                  progress: bool = False, votes_file: Path | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """Accuracy and macro-F1, with 95% intervals, of each verdict path on the same pairs:
+    `verify` (JudgeFact), `verify_cited` (the cited verdict held to its quote), and
+    `verify_agree` (the cited verdict, and a CONTRADICTED one only when a second JudgeFact
+    agrees, as `agree.contradiction` decides; otherwise JudgeFact's verdict stands).
+
+    The paths share their calls (`_pair_votes`), and `workers` pairs run at once, so an engine
+    with several slots batches them. Each pair's votes are appended to `votes_file`, and a
+    rerun takes the pairs found there instead of asking again (a stopped run resumes).
+    `seconds` is the wall time of this run's pairs."""
+
+    need = set(stages)
+    keys = [hashlib.sha256(f"{e.claim}\n{e.evidence}".encode()).hexdigest()[:16]
+            for e in examples]
+    saved = _saved_votes(votes_file, need)
+    started = time.monotonic()
+    done = 0
+    lock = threading.Lock()
+
+    def vote(key: str, example: dspy.Example) -> dict[str, str | None] | None:
+        nonlocal done
+        if key in saved:
+            votes = saved[key]
+        else:
+            try:
+                votes = _pair_votes(serc, example, need)
+            except Exception:  # noqa: BLE001 - a failed pair scores 0 on every path, counted
+                votes = None
+            if votes is not None and votes_file is not None:
+                with lock, votes_file.open("a") as handle:
+                    handle.write(json_line({"key": key, "votes": votes}))
+        with lock:
+            done += 1
+            if progress:
+                print(f"[verdict pairs] {done}/{len(examples)}", file=sys.stderr, end="\r")
+        return votes
+
+    lm, adapter = dspy.settings.lm, dspy.settings.adapter
+
+    def vote_in_context(pair: tuple[str, dspy.Example]) -> dict[str, str | None] | None:
+        with dspy.context(lm=lm, adapter=adapter):  # a worker thread starts without it
+            return vote(*pair)
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        votes = list(pool.map(vote_in_context, zip(keys, examples, strict=True)))
+    gold = [example.verdict for example in examples]
+    failures = sum(v is None for v in votes)
+    seconds = round(time.monotonic() - started, 1)
+    return {stage: _score_votes(gold, [v[stage] if v else None for v in votes], failures,
+                                seconds) for stage in stages}
+
+
+def _saved_votes(votes_file: Path | None, need: set[str]) -> dict[str, dict[str, str | None]]:
+    """The votes an earlier run of these paths saved, by pair key. A last line torn by a killed
+    run is dropped from the file (its pair is asked again), so the next vote appends cleanly."""
+
+    if votes_file is None or not votes_file.is_file():
+        return {}
+    torn: list[int] = []
+    rows = read_jsonl(votes_file, what="saved pair votes", torn_last_line="skip",
+                      on_torn=lambda number, text: torn.append(number))
+    if torn:
+        write_jsonl(votes_file, rows)
+    return {row["key"]: row["votes"] for row in rows
+            if isinstance(row.get("votes"), dict) and need <= set(row["votes"])}
+
+
 def run_pair_stages(data: str | os.PathLike[str], *, stages: list[str] | None, pairs: int,
                     seed: int = 0, lm: Any = None, compiled: str | None = None,
-                    out: str | os.PathLike[str] | None = None, progress: bool = False
-                    ) -> dict[str, Any]:
-    """The verdict paths on `pairs` unseen stance pairs (`unseen_pairs`)."""
+                    out: str | os.PathLike[str] | None = None, progress: bool = False,
+                    workers: int = 1) -> dict[str, Any]:
+    """The verdict paths on `pairs` unseen stance pairs (`unseen_pairs`), `workers` at once;
+    with `out`, each pair's votes are saved there as they come, and a rerun resumes."""
 
     root = Path(data).expanduser()
     if not root.exists():
         raise UserError(f"data path not found: {root}")
     examples = unseen_pairs(root, pairs, seed)
     serc = SERC(compiled=compiled) if compiled else SERC()
-    results: dict[str, Any] = {}
+    chosen = [s for s in (stages or PAIR_STAGES) if s in PAIR_STAGES]
+    votes_file = None
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        votes_file = Path(out) / f"pair-votes-{'+'.join(sorted(chosen))}-{pairs}-{seed}.jsonl"
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        for stage in [s for s in (stages or PAIR_STAGES) if s in PAIR_STAGES]:
-            results[stage] = pair_verdicts(stage, serc, examples, progress)
-            if out:
-                _write(out, {**_summary(lm, compiled, seed, pairs, 0, results),
-                             "pairs": "unseen"})
-    return {**_summary(lm, compiled, seed, pairs, 0, results), "pairs": "unseen"}
+        results = pair_verdicts(chosen, serc, examples, workers=workers, progress=progress,
+                                votes_file=votes_file)
+    summary = {**_summary(lm, compiled, seed, pairs, 0, results), "pairs": "unseen"}
+    if out:
+        _write(out, summary)
+    return summary

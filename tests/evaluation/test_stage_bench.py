@@ -117,3 +117,31 @@ def test_verdicts_on_unseen_pairs_with_the_agreement_path(tmp_path, monkeypatch,
     assert len(engine.of("JudgeFact")) == 9  # one second vote per cited contradiction
     assert main(["bench", "stages", "--data", str(SHARED_DATA), "--stage", "verify_agree",
                  "--lm", "openai=http://x/v1|m"]) == 2
+
+
+@needs_data
+def test_the_verdict_paths_share_their_calls_and_a_rerun_resumes_from_the_saved_votes(
+        tmp_path, monkeypatch, capsys):
+    lm, engine = scripted_lm({"QuoteAndJudge": lambda i: {"quote": "", "verdict": "NOT_FOUND"},
+                              "JudgeFact": lambda i: {"verdict": "SUPPORTED"}})
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    argv = ["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "6", "--json",
+            "--out", str(tmp_path), "--lm", "openai=http://x/v1|m"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)["stages"]
+    # every path scored on the same 6 pairs, each pair asked once per predictor
+    assert set(first) == {"verify", "verify_cited", "verify_agree"}
+    assert len(engine.of("JudgeFact")) == 6 and len(engine.of("QuoteAndJudge")) == 6
+    assert first["verify"]["score"] == pytest.approx(100 / 3, abs=0.01)  # the 2 supported
+    assert first["verify_agree"]["score"] == pytest.approx(100 / 3, abs=0.01)  # the 2 unfound
+    saved = list(tmp_path.glob("pair-votes-*.jsonl"))
+    assert len(saved) == 1 and len(saved[0].read_text().splitlines()) == 6
+    # a stopped run left a torn last line: the rerun asks that pair alone again
+    lines = saved[0].read_text().splitlines()
+    saved[0].write_text("\n".join(lines[:5]) + '\n{"key": "x", "vo')
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["stages"]["verify"]["score"] == \
+        first["verify"]["score"]
+    assert len(engine.of("JudgeFact")) == 7 and len(engine.of("QuoteAndJudge")) == 7
+    assert len(saved[0].read_text().splitlines()) == 6  # the torn line gave way to its redo
+    assert main(argv) == 0 and len(engine.of("JudgeFact")) == 7
