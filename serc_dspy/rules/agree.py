@@ -8,7 +8,10 @@ passages did mention. These rules ask for a second, independent signal before a 
 from __future__ import annotations
 
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.quotes import substituted_detail
 from serc_dspy.rules.words import content_stems, is_number, key_terms, words_of
+from serc_dspy.text import split_sentences
+from serc_dspy.trace import Witness
 
 MIN_AGREEING = 2
 
@@ -29,6 +32,14 @@ register(
          "stays `unverified`", "grouped checks retrieve passages about the other facts; a "
          "fact their verdict calls NOT_FOUND was often stated in them",
          english_only=True),
+    Rule("agree.found_swap", "a NOT_FOUND fact whose passages hold a sentence about the same "
+         "event that gives exactly one of its details another value, while no passage states "
+         "its own value, is judged again on that sentence alone; CONTRADICTED there makes it "
+         "contradicted and witnessed (the swap and the second verdict agree), so correction "
+         "swaps the detail back instead of pruning the fact", "on the tuning bios most caught "
+         "planted errors were judged NOT_FOUND and pruned although a passage gave the true "
+         "value (\"died on 30 April 1997\" beside \"died on 30 April 1993\")",
+         english_only=True, found_on="noise bios 17-28 and 37-44 (tuning split)"),
 )
 
 
@@ -60,3 +71,20 @@ def swap_witnessed(witness) -> bool:
 
 def contradicting(votes: dict[str, str]) -> int:
     return sum(1 for verdict in votes.values() if verdict == "CONTRADICTED")
+
+
+def found_swap(fact: str, subject: str, passages: list[str]) -> tuple[Witness, str] | None:
+    """The first passage sentence about the fact's event that gives exactly one of its details
+    another value (`substituted_detail` with the strict same-event test), with that sentence;
+    None when there is none, or when any passage states the detail the sentence replaces (the
+    evidence may then support the fact)."""
+    for text in passages:
+        for sentence in split_sentences(text) or [text]:
+            witness = substituted_detail(fact, sentence, subject, overrule=True)
+            if not swap_witnessed(witness):
+                continue
+            old = witness.old.lower()
+            if any(old in {w.lower() for w in words_of(p)} for p in passages):
+                return None
+            return witness, sentence
+    return None

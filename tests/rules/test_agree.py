@@ -5,7 +5,7 @@ from rules_helpers import CountingRetriever, cited, run
 from serc_dspy import SERC
 from serc_dspy.rules.agree import key_details, mentioned
 
-FIRES = {"agree.contradiction", "agree.not_found"}
+FIRES = {"agree.contradiction", "agree.not_found", "agree.found_swap"}
 QUIET = set(FIRES)
 
 
@@ -67,3 +67,45 @@ def test_a_witnessed_swap_is_a_signal_of_its_own():
     assert born.second_verdict is None  # two signals agreed: no second verdict was asked
     assert not trace.ruled("agree.contradiction", born.id)
     assert "Warsaw" in trace.answer
+
+
+def test_a_not_found_fact_a_passage_swaps_is_judged_on_that_sentence_and_swapped_back():
+    # the verdict missed it: "born in Kraków" judged NOT_FOUND beside "born in Warsaw"
+    asked = []
+
+    def judge(inputs):
+        asked.append(inputs["evidence"])
+        return {"verdict": "CONTRADICTED" if "Warsaw" in inputs["evidence"] else "SUPPORTED"}
+
+    def missed(inputs):
+        return {"quote": "", "verdict": "NOT_FOUND" if "Kraków" in inputs["claim"]
+                else "SUPPORTED"}
+
+    trace = cited(QuoteAndJudge=missed, JudgeFact=judge,
+                  CorrectFacts=lambda i: {"corrections": []})
+    born = next(f for f in trace.facts if "Kraków" in f.text)
+    assert asked == ["Marie Curie was born in Warsaw in 1867."]  # that sentence alone
+    assert born.lm_verdict == "NOT_FOUND" and born.verdict == "CONTRADICTED"
+    assert born.votes == {"second": "CONTRADICTED", "swap": "CONTRADICTED"}
+    assert born.status == "corrected" and born.correction == "Marie Curie was born in Warsaw."
+    assert trace.ruled("agree.found_swap", born.id) and "Warsaw" in trace.answer
+
+    # the sentence's own verdict does not agree: the fact is left to its NOT_FOUND
+    doubted = cited(QuoteAndJudge=missed, JudgeFact=lambda i: {"verdict": "NOT_FOUND"})
+    born = next(f for f in doubted.facts if "Kraków" in f.text)
+    assert born.verdict == "NOT_FOUND" and born.status in ("pruned", "unverified")
+    assert doubted.ruled("agree.found_swap", born.id)  # asked, so it left a ruling
+    off = cited(rules={"agree.found_swap": False}, QuoteAndJudge=missed, JudgeFact=judge)
+    assert not off.ruled("agree.found_swap") and \
+        next(f for f in off.facts if "Kraków" in f.text).verdict == "NOT_FOUND"
+
+
+def test_a_swap_is_not_sought_where_a_passage_states_the_facts_own_value():
+    from serc_dspy.rules.agree import found_swap
+
+    passages = ["Itote died on 30 April 1993 in Nairobi."]
+    witness, sentence = found_swap("Itote died on 30 April 1997.", "Waruhiu Itote", passages)
+    assert (witness.old, witness.new) == ("1997", "1993") and sentence == passages[0]
+    assert found_swap("Itote died on 30 April 1997.", "Waruhiu Itote",
+                      passages + ["Itote (1922-1997) was a Kenyan leader."]) is None
+    assert found_swap("Itote was a Kenyan leader.", "Waruhiu Itote", passages) is None

@@ -18,7 +18,7 @@ from serc_dspy.programs.serc.common import (
     subject_name,
 )
 from serc_dspy.retrieval.base import RetrievalError, cap_context, passage_window
-from serc_dspy.rules.agree import MIN_AGREEING, contradicting, swap_witnessed
+from serc_dspy.rules.agree import MIN_AGREEING, contradicting, found_swap, swap_witnessed
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.hygiene import clean_facts, not_a_statement, split_clauses, subject_pronouns
 from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
@@ -204,6 +204,7 @@ class CheckNodes(Stage):
             raise RetrievalError(f"the {check.evidence_source or 'evidence'} summary came back "
                                  "empty")
         await self.judge(run, check, facts)
+        await self.recheck_swaps(run, check, facts)
         await self.agree(run, check, facts)
 
     async def own_passages(self, run: Run, check: Check, facts: list[Fact]) -> None:
@@ -293,6 +294,39 @@ class CheckNodes(Stage):
                  detail=f"its quote shows no conflicting detail; the second verdict said "
                         f"{judged.verdict}")
 
+    async def recheck_swaps(self, run: Run, check: Check, facts: list[Fact]) -> None:
+        """`agree.found_swap`: a NOT_FOUND fact is pruned, yet a passage may give one of its
+        details another value, the case of a swapped year or name that the verdict did not
+        read. That sentence alone is shown to the uncited verifier: CONTRADICTED there makes
+        the fact contradicted with the swap as its witness (two signals: the word-level swap
+        and that verdict), so correction can swap the detail back. Any other vote leaves the
+        NOT_FOUND as it was. A fact is asked at most once, and every ask leaves a ruling."""
+        if not run.on("agree.found_swap") or not check.passages:
+            return
+        for fact in facts:
+            if fact.verdict != "NOT_FOUND":
+                continue
+            order = fact.own_passages + [i for i in range(len(check.passages))
+                                         if i not in fact.own_passages]
+            found = found_swap(fact.text, run.trace.subject,
+                               [check.passages[i].text for i in order])
+            if found is None:
+                continue
+            witness, sentence = found
+            judged = await run.attempt(
+                "detect", f"second verdict on fact {fact.id} failed",
+                lambda fact=fact, sentence=sentence: run.call(
+                    "single_verifier", evidence=sentence, claim=fact.text), None)
+            if judged is None:
+                continue
+            if judged.verdict == "CONTRADICTED":
+                fact.verdict, fact.witness = "CONTRADICTED", witness
+                fact.second_verdict = fact.votes["second"] = "CONTRADICTED"
+                fact.votes["swap"] = "CONTRADICTED"
+            run.rule("agree.found_swap", fact.id, before="NOT_FOUND", after=fact.verdict,
+                     detail=f"{witness.reason}; judged {judged.verdict} on that sentence "
+                            f"({sentence!r})")
+
     async def agree(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """`agree.contradiction`: a contradicted fact is changed only when two independent
         signals say CONTRADICTED (its verdict, when witnessed by its quote or given for the
@@ -305,7 +339,10 @@ class CheckNodes(Stage):
             return
         for fact in wrong:
             evidence = self.evidence_for(check, fact)
-            if self.settings.verdicts == "check" or fact.witness is not None:
+            judged_contradicted = fact.lm_verdict != "NOT_FOUND" or "swap" not in fact.votes
+            if judged_contradicted and (self.settings.verdicts == "check" or
+                                        fact.witness is not None):
+                # (a fact `recheck_swaps` found was judged NOT_FOUND: its verdict is no vote)
                 signal = "cited" if self.settings.verdicts == "fact" else "check"
                 fact.votes[signal] = "CONTRADICTED"
             if swap_witnessed(fact.witness):
