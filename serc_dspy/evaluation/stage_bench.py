@@ -225,8 +225,10 @@ _FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
 def stages_table(summary: dict[str, Any]) -> str:
     prompts = f"compiled {summary['compiled']}" if summary["compiled"] else "frozen prompts"
     first = summary.get("offset", 0) + 1
-    lines = [f"Stages with {summary['lm']} ({prompts}; dev split, seed {summary['seed']}, "
-             f"examples {first}-{first + summary['dev'] - 1})",
+    split = (f"{summary['dev']} unseen stance pairs, seed {summary['seed']}"
+             if summary.get("pairs") == "unseen" else
+             f"dev split, seed {summary['seed']}, examples {first}-{first + summary['dev'] - 1}")
+    lines = [f"Stages with {summary['lm']} ({prompts}; {split})",
              "",
              "| stage | figure | score | macro-F1 | n | failed | seconds |",
              "|---|---|---:|---:|---:|---:|---:|"]

@@ -145,3 +145,4 @@ def test_the_verdict_paths_share_their_calls_and_a_rerun_resumes_from_the_saved_
     assert len(engine.of("JudgeFact")) == 7 and len(engine.of("QuoteAndJudge")) == 7
     assert len(saved[0].read_text().splitlines()) == 6  # the torn line gave way to its redo
     assert main(argv) == 0 and len(engine.of("JudgeFact")) == 7
+    assert "6 unseen stance pairs" in (tmp_path / "stages.md").read_text()
