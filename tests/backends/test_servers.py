@@ -48,7 +48,9 @@ def test_serc_over_http_against_a_managed_llama_cpp_server(tmp_path, monkeypatch
     command = [sys.executable, str(SERVER_SCRIPT), "--model", str(find_smollm2_gguf()),
                "--alias", "smollm2", "--port", str(port)]
     with managed_server(command, port=port, timeout=120, log_path=tmp_path / "server.log") as srv:
-        lm = sglang_lm(srv.url, "smollm2", max_tokens=256)
+        # transport, not speed: on a machine another model process keeps busy, one CPU call
+        # ran past the default 120 s timeout
+        lm = sglang_lm(srv.url, "smollm2", max_tokens=256, timeout=600)
         program = SERC(retriever=LocalCorpus(EXAMPLES / "corpus"), max_workers=2,
                        queries="facts", evidence="passages", verdicts="fact", top_k=2)
         with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
