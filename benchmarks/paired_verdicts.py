@@ -1,7 +1,8 @@
 """Paired differences between the verdict paths of one `serc bench stages --pairs N` run.
 
-The paths judged the same pairs, so their difference is read pair by pair: accuracy and
-macro-F1 of A - B with a 95% bootstrap interval over pairs (2,000 resamples, seed 0).
+The paths judged the same pairs, so their difference is read pair by pair: accuracy
+(`paired_difference`) and macro-F1 (`bootstrap_statistic`) of A - B, each with its 95%
+bootstrap interval over pairs.
 
     python benchmarks/paired_verdicts.py DATA_DIR RUN_DIR [--pairs 200] [--seed 0]
 """
@@ -9,12 +10,11 @@ macro-F1 of A - B with a 95% bootstrap interval over pairs (2,000 resamples, see
 from __future__ import annotations
 
 import argparse
-import hashlib
-import random
 from pathlib import Path
 
+from serc_dspy.evaluation.intervals import bootstrap_statistic, paired_difference
 from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
-from serc_dspy.evaluation.stage_bench import unseen_pairs
+from serc_dspy.evaluation.stage_bench import pair_key, unseen_pairs
 from serc_dspy.io import read_jsonl
 
 PAIRS = [("verify_agree", "verify"), ("verify_cited", "verify"), ("verify_agree", "verify_cited")]
@@ -30,31 +30,26 @@ def main() -> None:
     examples = unseen_pairs(Path(args.data), args.pairs, args.seed)
     saved = next(Path(args.run).glob(f"pair-votes-*-{args.pairs}-{args.seed}.jsonl"))
     votes = {row["key"]: row["votes"] for row in read_jsonl(saved)}
-    keys = [hashlib.sha256(f"{e.claim}\n{e.evidence}".encode()).hexdigest()[:16]
-            for e in examples]
-    gold, voted = [e.verdict for e in examples], [votes[k] for k in keys]
+    keys = [pair_key(e) for e in examples]
+    gold = {k: e.verdict for k, e in zip(keys, examples, strict=True)}
 
-    def accuracy(idx: list[int], stage: str) -> float:
-        return sum(gold[i] == voted[i][stage] for i in idx) / len(idx)
-
-    def f1(idx: list[int], stage: str) -> float:
-        return macro_f1([gold[i] for i in idx], [voted[i][stage] for i in idx],
+    def f1(stage: str, idx: list[int]) -> float:
+        return macro_f1([gold[keys[i]] for i in idx], [votes[keys[i]][stage] for i in idx],
                         VERDICT_LABELS)[0]
 
-    rng, n = random.Random(0), len(gold)
-    resamples = [[rng.randrange(n) for _ in range(n)] for _ in range(2000)]
-    print(f"Paired differences A - B on the same {n} pairs (2,000 bootstrap resamples of "
-          "pairs, seed 0; * excludes zero)\n")
+    print(f"Paired differences A - B on the same {len(keys)} pairs (95% bootstrap intervals "
+          "over pairs; * excludes zero)\n")
     print("| A - B | accuracy | 95% interval | macro-F1 | 95% interval |\n"
           "|---|---:|---|---:|---|")
     for a, b in PAIRS:
-        cells = []
-        for figure in (accuracy, f1):
-            diff = figure(list(range(n)), a) - figure(list(range(n)), b)
-            spread = sorted(figure(idx, a) - figure(idx, b) for idx in resamples)
-            low, high = spread[50], spread[1949]
-            cells += [f"{diff:+.3f}", f"[{low:+.3f}, {high:+.3f}]"
-                      + (" *" if low > 0 or high < 0 else "")]
+        right = {s: {k: (float(votes[k][s] == gold[k]), 1.0) for k in keys} for s in (a, b)}
+        acc = paired_difference(right[a], right[b])
+        full = list(range(len(keys)))
+        f1_diff = f1(a, full) - f1(b, full)
+        low, high = bootstrap_statistic(len(keys), lambda idx, a=a, b=b: f1(a, idx) - f1(b, idx))
+        cells = [f"{acc.difference:+.3f}", f"[{acc.low:+.3f}, {acc.high:+.3f}]"
+                 + (" *" if acc.excludes_zero else ""), f"{f1_diff:+.3f}",
+                 f"[{low:+.3f}, {high:+.3f}]" + (" *" if low > 0 or high < 0 else "")]
         print(f"| `{a}` - `{b}` | " + " | ".join(cells) + " |")
 
 

@@ -284,6 +284,11 @@ def unseen_pairs(root: Path, n: int, seed: int = 0) -> list[dspy.Example]:
     return chosen
 
 
+def pair_key(example: dspy.Example) -> str:
+    """A stance pair's key in the saved votes: a hash of its claim and evidence."""
+    return hashlib.sha256(f"{example.claim}\n{example.evidence}".encode()).hexdigest()[:16]
+
+
 def _pair_votes(serc, example: dspy.Example, need: set[str]) -> dict[str, str | None]:
     """One pair's verdict on each path in `need`, every LM call made once: the cited verdict
     serves `verify_cited` and `verify_agree`, and JudgeFact serves `verify` and the agreement
@@ -337,8 +342,7 @@ def pair_verdicts(stages: list[str], serc, examples: list[dspy.Example], *, work
     `seconds` is the wall time of this run's pairs."""
 
     need = set(stages)
-    keys = [hashlib.sha256(f"{e.claim}\n{e.evidence}".encode()).hexdigest()[:16]
-            for e in examples]
+    keys = [pair_key(e) for e in examples]
     saved = _saved_votes(votes_file, need)
     started = time.monotonic()
     done = 0

@@ -339,10 +339,9 @@ class CheckNodes(Stage):
             return
         for fact in wrong:
             evidence = self.evidence_for(check, fact)
-            judged_contradicted = fact.lm_verdict != "NOT_FOUND" or "swap" not in fact.votes
-            if judged_contradicted and (self.settings.verdicts == "check" or
-                                        fact.witness is not None):
-                # (a fact `recheck_swaps` found was judged NOT_FOUND: its verdict is no vote)
+            # a fact `recheck_swaps` made contradicted was judged NOT_FOUND: no verdict vote
+            judged = not run.trace.ruled("agree.found_swap", fact.id)
+            if judged and (self.settings.verdicts == "check" or fact.witness is not None):
                 signal = "cited" if self.settings.verdicts == "fact" else "check"
                 fact.votes[signal] = "CONTRADICTED"
             if swap_witnessed(fact.witness):
