@@ -115,6 +115,9 @@ class RunOptions(BaseModel):
     evidence_window: int | None = None
     """Sentences of each passage a cited verdict sees, around the one about its claim."""
     reconstruct: Literal["rebuild", "minimal"] | None = None
+    verifier: str | None = None
+    """SERC methods: a claim verifier (`KIND=MODEL`, `serc_dspy.verifiers.verifier_from_spec`)
+    whose verdict is one of the signals `agree.contradiction` counts."""
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -239,7 +242,8 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
     `--deadline`, `--lm-timeout`, `--max-in-flight`, `--lm-rate`, `--search-rate`, `--quiet`).
     `retrieval`: the retriever (`--corpus` | `--knowledge` | `--search`, `--dense`, `--cache`).
     `method`: the method's options (passages, workers as `workers_flag`, queries, evidence,
-    verdicts, firewall, density, prompts, `--rule`, `--fact-evidence`, `--reconstruct`).
+    verdicts, firewall, density, prompts, `--rule`, `--fact-evidence`, `--reconstruct`,
+    `--verifier`).
     `skip` leaves out flags a command uses for something else (e.g. `--evidence`).
     """
     skip = set(skip)
@@ -332,6 +336,10 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
         add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
             help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
                  "each correction in place (minimal)")
+        add(parser, "--verifier", default=None, metavar="KIND=MODEL",
+            help="SERC methods: a claim-versus-evidence classifier as one more signal before a "
+                 "fact is changed (nli=, minicheck=, hhem=, binary=, seq2seq= a local model "
+                 "directory or a hub id already cached); needs the hf extra")
     parser.set_defaults(**{RUN_OPTION_DESTS: tuple(dests)})
 
 
@@ -435,7 +443,19 @@ def method_options(options: RunOptions, *, progress: Any = None) -> dict[str, An
         out["compiled"] = options.compiled  # None: the frozen prompts
     if options.stage_lms:
         out["lms"] = build_stage_lms(options)
+    if options.verifier:
+        out["verifier"] = build_verifier(options)
     return out
+
+
+def build_verifier(options: RunOptions):
+    """The claim verifier `--verifier KIND=MODEL` names (its config read and labels checked
+    now, its weights on first use); None without the flag."""
+    if not options.verifier:
+        return None
+    from serc_dspy.verifiers import verifier_from_spec
+
+    return verifier_from_spec(options.verifier)
 
 
 def checked_method(options: RunOptions, name: str):
@@ -446,4 +466,6 @@ def checked_method(options: RunOptions, name: str):
     method = get_method(name)
     if options.compiled and not method.accepts_compiled:
         raise UserError(f"--compiled applies to the SERC methods only, not {name!r}")
+    if options.verifier and not method.accepts("verifier"):
+        raise UserError(f"--verifier applies to the SERC methods only, not {name!r}")
     return method

@@ -498,3 +498,76 @@ def test_verifier_from_spec(models):
 def test_module_documents_its_thresholds():
     assert "SUPPORTED when the support of some chunk reaches" in module.__doc__
     assert "cannot say CONTRADICTED" in module.__doc__
+
+
+# --- `--verifier` on the command line -----------------------------------------------------
+
+def _always(models, tmp_path, label: str):
+    """A copy of the tiny NLI model whose head always gives `label`, saved for the CLI."""
+    verifier = ClassifierVerifier(models["nli"])
+    _favour(verifier, {v.lower(): k for k, v in NLI_LABELS.items()}[label])
+    tokenizer, model = verifier.load()
+    path = tmp_path / label
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("label, status", [("contradiction", "corrected"),
+                                           ("entailment", "disputed")])
+def test_the_verifier_flag_makes_the_classifier_one_of_two_signals(models, tmp_path, monkeypatch,
+                                                                   capsys, label, status):
+    import json
+
+    from conftest import EXAMPLES
+    from scripted import entity, scripted_lm
+
+    from serc_dspy.cli import main
+
+    kraków = "Marie Curie was born in Kraków in 1867."
+    handlers = {
+        "QueryEntity": lambda i: entity("Marie Curie"),
+        "AnswerEntity": lambda i: entity("Marie Curie", "physicist"),
+        "EvidenceEntity": lambda i: entity("Marie Curie", "physicist"),
+        "SameEntity": lambda i: {"analysis": "Same.", "same": "YES"},
+        "AtomicFacts": lambda i: {"facts": [i["sentence"]]},
+        # a contradiction that cites nothing is one signal; the uncited verdict is the second
+        "QuoteAndJudge": lambda i: {"quote": "", "verdict": "CONTRADICTED"
+                                    if "Kraków" in i["claim"] else "SUPPORTED"},
+        "JudgeFact": lambda i: {"verdict": "CONTRADICTED"},
+        "CorrectFacts": lambda i: {"corrections": [
+            {"original": f, "fixed": f.replace("Kraków", "Warsaw")}
+            for f in i["erroneous_facts"]]},
+        "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+    }
+    lm, _ = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    draft = tmp_path / "draft.txt"
+    draft.write_text(kraków)
+    code = main(["correct", "--question", "Tell me a bio of Marie Curie.", "--draft", str(draft),
+                 "--corpus", str(EXAMPLES / "corpus"), "--json", "--quiet",
+                 "--verifier", f"nli={_always(models, tmp_path, label)}"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    fact = next(f for f in payload["trace"]["facts"] if "Kraków" in f["text"])
+    assert fact["votes"]["verifier"] == ("CONTRADICTED" if label == "contradiction"
+                                         else "SUPPORTED")
+    assert fact["status"] == status
+    assert ("Warsaw" in payload["answer"]) == (status == "corrected")
+
+
+def test_the_verifier_flag_is_refused_where_it_cannot_apply(models, capsys):
+    from conftest import EXAMPLES
+
+    from serc_dspy.cli import main
+
+    corpus = str(EXAMPLES / "corpus")
+    assert main(["ask", "Who?", "--corpus", corpus, "--method", "cove_rag",
+                 "--verifier", f"nli={models['nli']}"]) == 2
+    assert "--verifier applies to the SERC methods only" in capsys.readouterr().err
+    assert main(["ask", "Who?", "--corpus", corpus, "--verifier", "roberta=x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("serc: error:") and "unknown verifier kind" in err
+    recorded = repr(ClassifierVerifier(models["nli"]))  # what a results file records
+    assert recorded == f"ClassifierVerifier({str(models['nli'])!r}, kind='nli')"

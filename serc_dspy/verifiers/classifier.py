@@ -147,6 +147,10 @@ class ClassifierVerifier(ThreadedVerifier):
         """Forward passes run so far (for throughput figures)."""
         self.pairs_scored = 0
 
+    def __repr__(self) -> str:
+        """What a results file records for `verifier=`: the model and kind, not an address."""
+        return f"ClassifierVerifier({self._source!r}, kind={self.kind!r})"
+
     # -- setup ---------------------------------------------------------------------------------
     @property
     def name(self) -> str:
