@@ -32,15 +32,17 @@ from pydantic import (
 from serc_dspy.arguments import positive, positive_float
 from serc_dspy.backends.models import DEFAULT_MODEL
 from serc_dspy.errors import UserError
+from serc_dspy.steps import STAGE_ORDER as STAGE_NAMES
 
 DEFAULT_LM = DEFAULT_MODEL
 """`--lm`'s one default: the offline default model (qwen1.5b)."""
 
 _DEFAULTED = ("max_tokens", "top_k", "context_chars", "workers", "queries", "evidence",
-              "verdicts")
+              "verdicts", "serial_stages")
 """Fields an unset value of which comes from `run_defaults(lm)`."""
 
 _FLAGS = {"stage_lms": "--stage-lm", "rules": "--rule", "firewall": "--no-firewall",
+          "serial_stages": "--serial-stage",
           "retrieval": "--no-retrieval"}
 
 
@@ -98,6 +100,8 @@ class RunOptions(BaseModel):
     context_chars: PositiveInt | None = None
     workers: PositiveInt | None = None
     """Concurrent LM calls inside one method run (the method's `max_workers`)."""
+    serial_stages: tuple[str, ...] | None = None
+    """Stages whose calls go one at a time (`--serial-stage`; default: the model's)."""
     queries: Literal["lm", "facts"] | None = None
     evidence: Literal["summary", "passages"] | None = None
     verdicts: Literal["check", "fact"] | None = None
@@ -178,6 +182,16 @@ class RunOptions(BaseModel):
             check_ids(value)
             return dict(value)
         return parse_switches(value)
+
+    @field_validator("serial_stages", mode="before")
+    @classmethod
+    def _serial_stages(cls, value: Any) -> Any:
+        """`--serial-stage none` clears the model's default; a stage name is checked by the
+        program (it lists the valid ones)."""
+        if value is None or isinstance(value, str):
+            return value if value is None else (value,)
+        stages = tuple(str(stage).strip() for stage in value)
+        return () if stages == ("none",) else stages
 
     @field_validator("compiled")
     @classmethod
@@ -300,6 +314,11 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
         add(parser, workers_flag, dest="method_workers", type=positive, default=None, metavar="N",
             help="concurrent LM calls inside one method run (default: the engine's slots, "
                  "else 8)")
+        add(parser, "--serial-stage", dest="serial_stages", action="append", default=None,
+            choices=[*STAGE_NAMES, "none"], metavar="STAGE",
+            help="send this stage's calls one at a time, so each finds the stage's prompt "
+                 "prefix in the engine's cache; repeatable; 'none' for no stage (default: the "
+                 "model's own)")
         add(parser, "--queries", choices=["lm", "facts"], default=None,
             help="check-node search queries: 'lm' writes them (the paper), 'facts' searches "
                  "with the facts (default for the offline models)")
@@ -436,6 +455,7 @@ def method_options(options: RunOptions, *, progress: Any = None) -> dict[str, An
     given = {"density": options.density, "max_facts_per_check": options.max_facts_per_check,
              "rules": dict(options.rules) or None, "fact_evidence": options.fact_evidence or None,
              "evidence_window": options.evidence_window, "reconstruct": options.reconstruct,
+             "serial_stages": options.serial_stages or None,
              "deadline_s": options.deadline,
              "progress": progress}
     out.update({name: value for name, value in given.items() if value is not None})

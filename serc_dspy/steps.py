@@ -134,8 +134,11 @@ class Run:
     deadline_s: float | None = None
     rules: Any = None
     """The run's `serc_dspy.rules.RuleSet` (which rules are on), for programs that have rules."""
+    serial_stages: frozenset[str] = frozenset()
+    """Stages whose calls run one at a time (see `call`)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _slots: PrioritySlots | None = None
+    _gates: dict[str, asyncio.Lock] = field(default_factory=dict)
     _counts: dict[str, list[int]] = field(default_factory=dict)
 
     # -- events, rulings and progress --------------------------------------------------------
@@ -189,7 +192,21 @@ class Run:
         return self.lms.get(self.table[name].stage)
 
     async def call(self, name: str, **inputs: Any) -> Any:
-        """One call of the predictor `name` (see the module docs)."""
+        """One call of the predictor `name` (see the module docs).
+
+        A stage in `serial_stages` sends its calls one after another. A llama.cpp slot keeps
+        the prompt it last processed, but a prefix is shared only with a later call on that
+        slot: calls of one stage that start together each process the stage's instructions
+        and demos again, in a slot of their own (measured in `docs/speed.md`). A waiting call
+        holds no slot, so other stages go on meanwhile."""
+        stage = self.table[name].stage
+        if stage not in self.serial_stages:
+            return await self._call(name, **inputs)
+        gate = self._gates.setdefault(stage, asyncio.Lock())
+        async with gate:
+            return await self._call(name, **inputs)
+
+    async def _call(self, name: str, **inputs: Any) -> Any:
         spec, predictor = self.table[name], self.predictors[name]
         if self._slots is None:
             self._slots = PrioritySlots(self.max_in_flight)

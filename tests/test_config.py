@@ -153,6 +153,21 @@ def test_method_options_hold_the_per_model_settings_and_only_what_was_set():
     assert options["deadline_s"] == 7 and options["progress"] is print
 
 
+def test_serial_stages_come_from_the_flag_and_none_clears_them():
+    parser = argparse.ArgumentParser()
+    add_run_options(parser, method=True)
+    options = RunOptions.from_args(parser.parse_args(
+        ["--serial-stage", "decompose", "--serial-stage", "correct"]))
+    assert options.serial_stages == ("decompose", "correct")
+    assert method_options(options)["serial_stages"] == ("decompose", "correct")
+    cleared = RunOptions.from_args(parser.parse_args(["--serial-stage", "none"]))
+    assert cleared.serial_stages == () and "serial_stages" not in method_options(cleared)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--serial-stage", "decompse"])
+    program = build_method("serc", None, **method_options(options))
+    assert program.serial_stages == {"decompose", "correct"}
+
+
 def test_stage_lms_are_built_by_the_one_builder_and_recorded_by_name():
     lms = build_stage_lms(RunOptions(stage_lms=["verify=openai/gpt-4o", "polish=smollm2"]))
     assert lms["verify"].model == "openai/gpt-4o" and set(lms) == {"verify", "polish"}

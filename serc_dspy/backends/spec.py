@@ -82,7 +82,8 @@ def lm_from_spec(spec: str | None, *, max_tokens: int | None = None, temperature
 
 # The paper's settings, used for any LM that is not a named offline model.
 PAPER_DEFAULTS = {"max_tokens": 512, "top_k": 8, "context_chars": 20_000, "workers": 8,
-                  "queries": "lm", "evidence": "summary", "verdicts": "check"}
+                  "queries": "lm", "evidence": "summary", "verdicts": "check",
+                  "serial_stages": ()}
 
 
 def run_defaults(spec: str | None) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class RunSummary(BaseModel):
     items were run again."""
 
 
-_CONCURRENCY_OPTIONS = {"max_workers", "progress"}
+_CONCURRENCY_OPTIONS = {"max_workers", "serial_stages", "progress"}
 RESULT_INPUTS = ("dataset_path", "dataset_sha256", "drafts", "drafts_sha256", "max_tokens")
 """Entries of a run's `meta` that change its results: a resume must match them."""
 DECODING_OPTIONS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Literal
 
 import dspy
@@ -97,6 +97,7 @@ class TracedProgram(dspy.Module):
         on_error: OnError = "degrade",
         deadline_s: float | None = None,
         callbacks: list[Any] | None = None,
+        serial_stages: Iterable[str] = (),
     ):
         super().__init__(callbacks=callbacks)
         if on_error not in ("degrade", "raise"):
@@ -116,6 +117,15 @@ class TracedProgram(dspy.Module):
         self.context_chars = context_chars
         self.max_workers = max_workers
         """How many LM calls of one run are in flight at once (one pool for the whole run)."""
+        if isinstance(serial_stages, str):
+            serial_stages = [serial_stages]
+        unknown = sorted(set(serial_stages) - set(STAGES))
+        if unknown:
+            raise InputError(f"unknown stage(s) {unknown} in serial_stages; the stages are "
+                             f"{', '.join(STAGES)}")
+        self.serial_stages = frozenset(serial_stages)
+        """Stages whose calls of one run go one at a time, so each finds the stage's prompt
+        prefix in the engine's cache (see `steps.Run.call`)."""
         self.lms = dict(lms or {})
         self.adapter = adapter
         self.progress = progress
@@ -194,7 +204,7 @@ class TracedProgram(dspy.Module):
                               if isinstance(getattr(self, name, None), dspy.Predict)},
                   table=table, lms=self.lms, adapter=self.adapter,
                   max_in_flight=self.max_workers, progress=self.progress,
-                  deadline_s=self.deadline_s)
+                  deadline_s=self.deadline_s, serial_stages=self.serial_stages)
         if self.deadline_s is not None:
             run.deadline = time.monotonic() + self.deadline_s
         return run, question, draft

@@ -552,6 +552,26 @@ def test_in_flight_lm_calls_never_exceed_max_workers(limit):
     assert state["peak"] == limit  # reached, never passed
 
 
+def test_a_serial_stage_sends_its_calls_one_at_a_time_while_other_stages_overlap():
+    facts, counted_facts = in_flight_counter(0.05)
+    every, counted = in_flight_counter(0.05)
+    wrapped = {name: counted(h) for name, h in handlers().items()}
+    wrapped["AtomicFacts"] = counted(counted_facts(handlers()["AtomicFacts"]))
+    prediction, engine, _ = run({"max_workers": 4, "serial_stages": ["decompose"]},
+                                draft=DRAFT, **wrapped)
+    assert prediction.trace.status == "decoded"
+    assert len(engine.of("AtomicFacts")) >= 3 and facts["peak"] == 1
+    assert every["peak"] >= 2  # other stages' calls run beside a waiting decomposition
+    state, counted = in_flight_counter(0.05)
+    run({"max_workers": 4}, draft=DRAFT, AtomicFacts=counted(handlers()["AtomicFacts"]))
+    assert state["peak"] >= 2  # without it, sentences are decomposed together
+
+
+def test_serial_stages_must_name_stages():
+    with pytest.raises(InputError, match="unknown stage"):
+        SERC(retriever=CountingRetriever(), serial_stages=["decompse"])
+
+
 def test_a_sync_call_from_inside_a_running_event_loop_works():
     """A notebook cell calls `serc(...)` while its own loop runs: no asyncio.run needed."""
     import asyncio
