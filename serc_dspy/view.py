@@ -173,6 +173,9 @@ def _fact_html(trace: Trace, fact: Fact) -> str:
     if fact.second_verdict:
         quote += (f"<p><b>second verdict</b> (the quote showed no conflict): "
                   f"{esc(fact.second_verdict)}</p>")
+    if fact.votes:
+        quote += ("<p><b>signals</b> (two must say CONTRADICTED before it changes): "
+                  + ", ".join(f"{esc(k)} {esc(v)}" for k, v in fact.votes.items()) + "</p>")
     text = (f"<s>{esc(fact.text)}</s>" if fact.status == "pruned" else esc(fact.text))
     return (f'<div class="fact status-{esc(fact.status)}" data-node="{esc(fact.id)}">'
             f"<h4>fact {esc(fact.id)}: {text}</h4>"

@@ -110,6 +110,17 @@ def test_each_edit_links_to_its_facts_and_its_provenance():
     assert found.scripts == 1
 
 
+def test_a_disputed_fact_shows_its_status_and_the_signals_behind_it():
+    trace = fixture_trace()
+    disputed = trace.fact("f1.0")
+    disputed.status, disputed.correction = "disputed", None
+    disputed.votes = {"cited": "CONTRADICTED", "second": "SUPPORTED"}
+    page = render_trace(trace)
+    assert 'class="fact status-disputed" data-node="f1.0"' in page
+    assert "disputed: one signal alone said contradicted (kept)" in page
+    assert "cited CONTRADICTED, second SUPPORTED" in page
+
+
 def test_the_view_flags_degenerate_sentences_of_the_answer():
     trace = fixture_trace()
     assert 'class="degenerate"' not in render_trace(trace)
