@@ -42,8 +42,7 @@ _DEFAULTED = ("max_tokens", "top_k", "context_chars", "workers", "queries", "evi
 """Fields an unset value of which comes from `run_defaults(lm)`."""
 
 _FLAGS = {"stage_lms": "--stage-lm", "rules": "--rule", "firewall": "--no-firewall",
-          "serial_stages": "--serial-stage",
-          "retrieval": "--no-retrieval"}
+          "retrieval": "--no-retrieval", "serial_stages": "--serial-stage"}
 
 
 def _flag(field: str) -> str:
@@ -191,6 +190,9 @@ class RunOptions(BaseModel):
         if value is None or isinstance(value, str):
             return value if value is None else (value,)
         stages = tuple(str(stage).strip() for stage in value)
+        if "none" in stages and len(stages) > 1:
+            raise UserError("--serial-stage none means no stage; it cannot be combined with "
+                            f"stages, got {', '.join(stages)}")
         return () if stages == ("none",) else stages
 
     @field_validator("compiled")

@@ -166,6 +166,9 @@ def test_serial_stages_come_from_the_flag_and_none_clears_them():
     assert cleared.serial_stages == () and "serial_stages" not in method_options(cleared)
     with pytest.raises(SystemExit):
         parser.parse_args(["--serial-stage", "decompse"])
+    with pytest.raises(UserError, match="--serial-stage none means no stage"):
+        RunOptions.from_args(parser.parse_args(["--serial-stage", "none", "--serial-stage",
+                                                "correct"]))
     program = build_method("serc", None, **method_options(options))
     assert program.serial_stages == {"decompose", "correct"}
 
