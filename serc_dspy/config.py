@@ -116,7 +116,7 @@ class RunOptions(BaseModel):
     """Rule id -> on/off (`--rule +ID` / `--rule -ID`)."""
     fact_evidence: bool = False
     evidence_window: int | None = None
-    """Sentences of each passage a cited verdict sees, around the one about its claim."""
+    """Sentences of each passage a check node reads, around the one about each of its facts."""
     reconstruct: Literal["rebuild", "minimal"] | None = None
     verifier: str | None = None
     """SERC methods: a claim verifier (`KIND=MODEL`, `serc_dspy.verifiers.verifier_from_spec`)
@@ -352,8 +352,8 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
             help="SERC methods: search each fact's own text too and show each verdict its own "
                  "passages first")
         add(parser, "--evidence-window", type=positive, default=None, metavar="SENTENCES",
-            help="SERC methods with cited verdicts: show each verdict only this many sentences "
-                 "of each passage, around the one about its claim")
+            help="SERC methods reading passages: cut each passage a check node reads to this "
+                 "many sentences around the one about each of its facts")
         add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
             help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
                  "each correction in place (minimal); default: the model's own (minimal for "

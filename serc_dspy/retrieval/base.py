@@ -9,7 +9,7 @@ DSPy program, and the context sent to the LM is bounded by `cap_context`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
@@ -50,19 +50,32 @@ def _content_words(text: str) -> set[str]:
     return {word.lower() for word in words(text) if len(word) > 3 or word[0].isdigit()}
 
 
-def passage_window(passage: Passage, query: str, sentences: int) -> Passage:
-    """The passage cut to `sentences` consecutive sentences around the one that shares the
-    most words with `query` (its source kept): a verdict reads the part of a passage about its
-    claim, and the engine processes a third of the tokens. A passage with no matching sentence
-    keeps its first `sentences`."""
+def passage_window(passage: Passage, claims: str | Sequence[str], sentences: int) -> Passage:
+    """The passage cut to the sentences about `claims` (its source kept): for each claim, the
+    `sentences` consecutive sentences around the one that shares the most words with it, in
+    the passage's own order. A check node's facts share one cut, so every verdict of the node
+    reads the same evidence (which the engine serves from its cache after the first) and the
+    engine processes a fraction of the tokens. At most `sentences` per claim are kept; a claim
+    that shares no word with any sentence adds none, and if no claim does, the passage keeps
+    its first `sentences`."""
     parts = split_sentences(passage.text)
+    claims = [claims] if isinstance(claims, str) else list(claims)
     if len(parts) <= sentences:
         return passage
-    wanted = _content_words(query)
-    scores = [len(wanted & _content_words(part)) for part in parts]
-    best = max(range(len(parts)), key=lambda i: scores[i]) if any(scores) else 0
-    start = max(0, min(best - (sentences - 1) // 2, len(parts) - sentences))
-    return passage.model_copy(update={"text": " ".join(parts[start:start + sentences])})
+    kept: set[int] = set()
+    for claim in claims:
+        wanted = _content_words(claim)
+        scores = [len(wanted & _content_words(part)) for part in parts]
+        if not any(scores):
+            continue
+        best = max(range(len(parts)), key=lambda i: scores[i])
+        start = max(0, min(best - (sentences - 1) // 2, len(parts) - sentences))
+        kept.update(range(start, start + sentences))
+    if not kept:
+        kept = set(range(sentences))
+    if len(kept) == len(parts):
+        return passage
+    return passage.model_copy(update={"text": " ".join(parts[i] for i in sorted(kept))})
 
 
 def cap_context(passages: list[Passage], max_chars: int = DEFAULT_CONTEXT_CHARS) -> list[Passage]:

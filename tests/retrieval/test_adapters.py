@@ -35,3 +35,27 @@ def test_a_passage_window_keeps_the_matching_sentences_and_the_source():
     assert cut.text == "She studied in Paris. She won the Nobel Prize in 1903. She died in 1934."
     assert passage_window(passage, "nothing shared", 2).text.startswith("Curie was born")
     assert passage_window(passage, "anything", 9) is passage  # short enough already
+
+
+def test_a_check_nodes_window_keeps_every_claims_match_in_order_within_its_bound():
+    from serc_dspy.retrieval.base import passage_window
+    from serc_dspy.text import split_sentences
+    from serc_dspy.trace import Passage
+
+    parts = ["Curie was born in Warsaw.", "Her father taught physics.",
+             "Her mother ran a school.", "She moved to Paris in 1891.",
+             "She studied at the Sorbonne.", "She married Pierre in 1895.",
+             "She won the Nobel Prize in 1903.", "She died in 1934."]
+    passage = Passage(text=" ".join(parts), source="wiki/Curie")
+    claims = ["Curie won the Nobel Prize in 1903", "Curie was born in Warsaw",
+              "Curie studied at the Sorbonne"]
+    cut = passage_window(passage, claims, 2)
+    kept = split_sentences(cut.text)
+    assert cut.source == "wiki/Curie"
+    for match in (parts[0], parts[4], parts[6]):  # each claim's best sentence
+        assert match in kept
+    assert kept == [p for p in parts if p in kept]  # the passage's own order
+    assert len(kept) <= 2 * len(claims) and "mother" not in cut.text
+    # a claim that matches nothing adds nothing; none matching keeps the first sentences
+    assert passage_window(passage, [claims[1], "zzzz qqqq"], 2).text == " ".join(parts[:2])
+    assert passage_window(passage, ["zzzz qqqq"], 3).text == " ".join(parts[:3])

@@ -32,7 +32,7 @@ from serc_dspy.signatures import (
     VerificationQuery,
 )
 from serc_dspy.steps import Run, StepSpec
-from serc_dspy.trace import Check, Fact, Sentence, Trace
+from serc_dspy.trace import Check, Fact, Passage, Sentence, Trace
 
 
 class CheckNodes(Stage):
@@ -193,7 +193,7 @@ class CheckNodes(Stage):
                     fact.verdict = "NOT_FOUND"
                 return
             if self.settings.evidence == "passages":
-                check.evidence = format_passages(check.passages)
+                check.evidence = format_passages(self.windowed(check.passages, facts))
             else:
                 check.evidence = (await run.call(
                     "evidence_writer", query=check.query,
@@ -225,18 +225,25 @@ class CheckNodes(Stage):
         for fact in facts:
             fact.own_passages = [i for i in fact.own_passages if i < len(check.passages)]
 
-    def evidence_for(self, check: Check, fact: Fact) -> str:
-        """What one fact's verdict reads: its own passages first, then the check's, within
-        the context budget, each cut to the sentences about the fact when `evidence_window`
-        is set; the check's evidence when neither applies."""
+    def windowed(self, passages: list[Passage], facts: list[Fact]) -> list[Passage]:
+        """With `evidence_window`, each passage cut to the sentences about the check node's
+        facts (one cut for the whole node, so its verdicts share their evidence in the
+        engine's cache, and its correction reads the same); the passages as found otherwise."""
         window = self.settings.evidence_window
-        if self.settings.evidence != "passages" or not (fact.own_passages or window):
+        if not window:
+            return passages
+        claims = [f.text for f in facts]
+        return [passage_window(p, claims, window) for p in passages]
+
+    def evidence_for(self, check: Check, fact: Fact, facts: list[Fact]) -> str:
+        """What one fact's verdict reads: with `fact_evidence`, its own passages first, then
+        the check's, within the context budget (each cut like the check's evidence); the
+        check's evidence otherwise."""
+        if self.settings.evidence != "passages" or not fact.own_passages:
             return check.evidence
         order = fact.own_passages + [i for i in range(len(check.passages))
                                      if i not in fact.own_passages]
-        passages = [check.passages[i] for i in order]
-        if window:
-            passages = [passage_window(p, fact.text, window) for p in passages]
+        passages = self.windowed([check.passages[i] for i in order], facts)
         return format_passages(cap_context(passages, self.settings.context_chars))
 
     async def judge(self, run: Run, check: Check, facts: list[Fact]) -> None:
@@ -247,7 +254,7 @@ class CheckNodes(Stage):
         evidence = check.evidence
         if self.settings.verdicts == "fact":
             for fact in facts:
-                evidence = self.evidence_for(check, fact)
+                evidence = self.evidence_for(check, fact, facts)
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
                 fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
                 fact.lm_verdict = fact.verdict
@@ -338,7 +345,7 @@ class CheckNodes(Stage):
         if not wrong or not run.on("agree.contradiction"):
             return
         for fact in wrong:
-            evidence = self.evidence_for(check, fact)
+            evidence = self.evidence_for(check, fact, facts)
             # a fact `recheck_swaps` made contradicted was judged NOT_FOUND: no verdict vote
             judged = not run.trace.ruled("agree.found_swap", fact.id)
             if judged and (self.settings.verdicts == "check" or fact.witness is not None):

@@ -135,9 +135,10 @@ class SERC(TracedProgram):
             the valid ones). Every firing is a `Ruling` in the trace.
         fact_evidence: besides the check node's query, search each fact's own text too (no
             LM call) and show each verdict its own fact's passages first.
-        evidence_window: with `evidence="passages"` and cited verdicts, show each verdict only
-            this many sentences of each passage, around the one about its claim (the source
-            kept): fewer prompt tokens for the engine to process.
+        evidence_window: with `evidence="passages"`, cut each passage a check node reads to
+            this many sentences around the one about each of its facts (the source kept; one
+            cut per node, so its verdicts share it and its correction reads it): fewer prompt
+            tokens for the engine to process.
         reconstruct: "rebuild" (the paper) rewrites a changed sentence from its facts;
             "minimal" makes each correction in place in the draft's sentence (a pruned fact
             takes out its own clause) and rewrites only when an edit cannot be placed.
