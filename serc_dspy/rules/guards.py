@@ -70,6 +70,10 @@ register(
                                             "slack_chars": RUNAWAY_SLACK}),
     Rule("polish.layout", "a draft with paragraphs, list lines or code is not polished",
          "a polish flattens the layout"),
+    Rule("polish.in_place", "an answer whose every change was made in place in the draft's "
+         "sentences (`rewrite.in_place`) is not polished",
+         "the draft's own words need no smoothing, and a polish call could only move them "
+         "(one call and about 500 tokens a run)"),
     Rule("decode.too_short", f"a decoding that leaves under {SHORT_ANSWER_CHARS} characters "
          "returns the received answer unchanged (status fallback)", "the paper's rule: most "
          "facts were pruned", thresholds={"min_chars": SHORT_ANSWER_CHARS}),

@@ -64,6 +64,24 @@ def test_minimal_reconstruction_keeps_the_draft_sentence_and_calls_no_rewriter()
     assert engine.of("RewriteSentence") == [] and trace.ruled("rewrite.in_place", "s0")
 
 
+def test_an_answer_edited_only_in_place_is_not_polished_unless_the_rule_is_off():
+    draft = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
+
+    def decode(**options):
+        lm, engine = scripted_lm(handlers(PolishAnswer=lambda i: {"answer": i["draft"]}))
+        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+            prediction = SERC(retriever=CORPUS, reconstruct="minimal", **options)(
+                question="Tell me a bio of Marie Curie.", draft=draft)
+        return prediction, engine
+
+    prediction, engine = decode()
+    assert prediction.answer == draft.replace("Kraków", "Warsaw")
+    assert engine.of("PolishAnswer") == []
+    assert prediction.trace.ruled("polish.in_place", "answer")
+    prediction, engine = decode(rules={"polish.in_place": False})
+    assert len(engine.of("PolishAnswer")) == 1 and not prediction.trace.ruled("polish.in_place")
+
+
 def test_an_evidence_window_cuts_a_check_nodes_passages_to_the_sentences_about_its_facts():
     long_corpus = LocalCorpus.from_texts({"a.txt": (
         "Marie Curie was born in Warsaw in 1867. Her father taught mathematics. "

@@ -14,7 +14,8 @@ DRAFT = "Marie Curie was born in Warsaw. She studied physics at the Sorbonne in 
 FIRES = {"rewrite.too_short", "rewrite.runaway", "rewrite.unfaithful", "rewrite.lost_content",
          "rewrite.orphan", "rewrite.in_place", "rewrite.state_facts", "rewrite.keep_sentence",
          "polish.too_short", "polish.refusal", "polish.drift", "polish.unfaithful",
-         "polish.lost_content", "polish.runaway", "polish.layout", "decode.too_short"}
+         "polish.lost_content", "polish.runaway", "polish.layout", "polish.in_place",
+         "decode.too_short"}
 QUIET = set(FIRES)
 
 

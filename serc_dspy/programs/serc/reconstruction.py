@@ -154,7 +154,8 @@ class Reconstructor(Stage):
     async def polish(self, run: Run, layout: Layout) -> str:
         """The rebuilt sentences, put back in the draft's layout -> the answer, smoothed at
         `polish_temperature` when any sentence changed and the draft is plain prose
-        (`polish.layout`); every polish a `polish.` guard refuses falls back to the
+        (`polish.layout`), unless every change was made in place in the draft's words
+        (`polish.in_place`); every polish a `polish.` guard refuses falls back to the
         reconstructed draft."""
         trace = run.trace
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
@@ -172,6 +173,13 @@ class Reconstructor(Stage):
         if not layout.flat and run.on("polish.layout"):
             run.rule("polish.layout", "answer", detail="the draft has paragraphs, lists or "
                      "code: kept its layout, no polish")
+            return trace.reconstructed
+        edited = [s for s in trace.sentences if not s.kept_verbatim]
+        if run.on("polish.in_place") and all(trace.ruled("rewrite.in_place", f"s{s.index}")
+                                             for s in edited):
+            run.rule("polish.in_place", "answer", detail="every change was made in place in "
+                     "the draft's sentences (" + ", ".join(f"s{s.index}" for s in edited) +
+                     "): no polish")
             return trace.reconstructed
         run.report("polish", 0, 1)
 
