@@ -4,7 +4,8 @@ One place decides it, so the LM and the dense retriever never disagree: `SERC_TH
 is set, else every core this process may run on. On a machine another process keeps busy,
 fewer threads than cores can be faster: llama.cpp's worker threads wait for each other at
 every step, so one descheduled thread stalls them all (`benchmarks/engine_tokens.py --busy`
-measures it).
+measures it). How long a waiting thread spins before it sleeps (`SERC_POLL`) is decided here
+too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import os
 from serc_dspy.errors import UserError
 
 THREADS_ENV = "SERC_THREADS"
+POLL_ENV = "SERC_POLL"
+DEFAULT_POLL = 50
+"""llama.cpp's busy-wait level (0-100) for its worker threads between steps: llama.cpp's own
+default. 0 (sleep at once) was measured on the main job with one core busy: 0.86x the time in
+one run, 1.00x in the next, so the default did not change (docs/speed.md)."""
 
 
 def available_cores() -> int:
@@ -32,4 +38,15 @@ def default_threads() -> int:
     if not value.isdigit() or int(value) < 1:
         raise UserError(f"{THREADS_ENV} must be a whole number of threads of at least 1, "
                         f"got {value!r}")
+    return int(value)
+
+
+def default_poll() -> int:
+    """`SERC_POLL` (a whole number from 0 to 100) when set, else `DEFAULT_POLL`."""
+    value = os.environ.get(POLL_ENV, "").strip()
+    if not value:
+        return DEFAULT_POLL
+    if not value.isdigit() or int(value) > 100:
+        raise UserError(f"{POLL_ENV} must be a whole number from 0 to 100 (llama.cpp's "
+                        f"busy-wait level), got {value!r}")
     return int(value)

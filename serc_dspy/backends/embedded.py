@@ -21,22 +21,20 @@ import dspy
 from serc_dspy.backends.chat import BackendError, ChatEngine, ThreadedAsyncEngine
 from serc_dspy.backends.chat_format import DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_TOKENS
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS, ensure_model, get_model
-from serc_dspy.cpu import default_threads
+from serc_dspy.cpu import default_poll, default_threads
 
 DEFAULT_CONTEXT_TOKENS = 8192
 DEFAULT_SLOTS = 2
-DEFAULT_POLL = 50
-"""llama.cpp's busy-wait level (0-100) for worker threads between steps: llama.cpp's own
-default. `benchmarks/engine_tokens.py` compares it with 0 on an idle and a busy machine."""
 
 _servers: dict[tuple, Any] = {}
 _servers_lock = threading.Lock()
 
 
 def llama_server(model_path: Path, *, n_ctx: int, n_parallel: int, n_threads: int | None = None,
-                 poll: int = DEFAULT_POLL):
+                 poll: int | None = None):
     """The process-wide xllamacpp server for this model file and settings (loaded on demand)."""
     threads = n_threads or default_threads()
+    poll = default_poll() if poll is None else poll
     key = (str(model_path), n_ctx, n_parallel, threads, poll)
     with _servers_lock:
         if key not in _servers:
@@ -68,14 +66,14 @@ class LlamaServerEngine(ChatEngine):
 
     def __init__(self, model_path: str | Path, *, n_ctx: int = DEFAULT_CONTEXT_TOKENS,
                  n_parallel: int = DEFAULT_SLOTS, n_threads: int | None = None,
-                 poll: int = DEFAULT_POLL,
+                 poll: int | None = None,
                  max_list_items: int = DEFAULT_MAX_LIST_ITEMS, model_name: str | None = None):
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise BackendError(f"GGUF model file not found: {self.model_path}")
         if n_parallel < 1 or n_ctx < 512:
             raise BackendError(f"need n_parallel >= 1 and n_ctx >= 512, got {n_parallel}, {n_ctx}")
-        if n_threads is not None and n_threads < 1 or not 0 <= poll <= 100:
+        if n_threads is not None and n_threads < 1 or poll is not None and not 0 <= poll <= 100:
             raise BackendError(f"need n_threads >= 1 and 0 <= poll <= 100, got {n_threads}, "
                                f"{poll}")
         self.n_ctx, self.n_parallel, self.n_threads = n_ctx, n_parallel, n_threads
@@ -115,7 +113,7 @@ class LlamaServerEngine(ChatEngine):
             path = ensure_model(state["model_name"])
         return cls(path, n_ctx=state.get("n_ctx", DEFAULT_CONTEXT_TOKENS),
                    n_parallel=state.get("n_parallel", DEFAULT_SLOTS),
-                   n_threads=state.get("n_threads"), poll=state.get("poll", DEFAULT_POLL),
+                   n_threads=state.get("n_threads"), poll=state.get("poll"),
                    max_list_items=state.get("max_list_items", DEFAULT_MAX_LIST_ITEMS),
                    model_name=state.get("model_name"))
 

@@ -7,7 +7,7 @@ import pytest
 
 from serc_dspy.backends.chat import BackendError
 from serc_dspy.backends.embedded import LlamaServerEngine
-from serc_dspy.cpu import default_threads
+from serc_dspy.cpu import DEFAULT_POLL, default_poll, default_threads
 from serc_dspy.errors import UserError
 
 
@@ -32,3 +32,14 @@ def test_thread_and_poll_settings_are_checked_and_saved(tmp_path):
     engine = LlamaServerEngine(gguf, n_threads=1, poll=0)
     again = LlamaServerEngine.load_state(engine.dump_state())
     assert (again.n_threads, again.poll) == (1, 0)
+
+
+def test_serc_poll_sets_the_busy_wait_level_else_llama_cpps_own(monkeypatch):
+    monkeypatch.delenv("SERC_POLL", raising=False)
+    assert default_poll() == DEFAULT_POLL == 50
+    monkeypatch.setenv("SERC_POLL", "0")
+    assert default_poll() == 0
+    for bad in ("fifty", "101", "-1"):
+        monkeypatch.setenv("SERC_POLL", bad)
+        with pytest.raises(UserError, match="SERC_POLL"):
+            default_poll()
