@@ -30,23 +30,24 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _whole_number(name: str, low: int, high: int | None, meaning: str) -> int | None:
+    """The environment variable `name` as a whole number in [low, high]; None when unset."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < low or high is not None and int(value) > high:
+        bound = f"of at least {low}" if high is None else f"from {low} to {high}"
+        raise UserError(f"{name} must be a whole number {bound} ({meaning}), got {value!r}")
+    return int(value)
+
+
 def default_threads() -> int:
     """`SERC_THREADS` (a whole number of at least 1) when set, else `available_cores()`."""
-    value = os.environ.get(THREADS_ENV, "").strip()
-    if not value:
-        return available_cores()
-    if not value.isdigit() or int(value) < 1:
-        raise UserError(f"{THREADS_ENV} must be a whole number of threads of at least 1, "
-                        f"got {value!r}")
-    return int(value)
+    threads = _whole_number(THREADS_ENV, 1, None, "engine threads")
+    return available_cores() if threads is None else threads
 
 
 def default_poll() -> int:
     """`SERC_POLL` (a whole number from 0 to 100) when set, else `DEFAULT_POLL`."""
-    value = os.environ.get(POLL_ENV, "").strip()
-    if not value:
-        return DEFAULT_POLL
-    if not value.isdigit() or int(value) > 100:
-        raise UserError(f"{POLL_ENV} must be a whole number from 0 to 100 (llama.cpp's "
-                        f"busy-wait level), got {value!r}")
-    return int(value)
+    poll = _whole_number(POLL_ENV, 0, 100, "llama.cpp's busy-wait level")
+    return DEFAULT_POLL if poll is None else poll
