@@ -103,7 +103,7 @@ class RunOptions(BaseModel):
     """Stages whose calls go one at a time (`--serial-stage`; default: the model's)."""
     queries: Literal["lm", "facts"] | None = None
     evidence: Literal["summary", "passages"] | None = None
-    verdicts: Literal["check", "fact"] | None = None
+    verdicts: Literal["check", "fact", "choose"] | None = None
     firewall: bool = True
     retrieval: bool = True
     density: Literal["sentence", "atomic"] | None = None
@@ -327,9 +327,11 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
         add(parser, "--evidence", choices=["summary", "passages"], default=None,
             help="'summary': the LM summarises passages into evidence (the paper); "
                  "'passages': verdicts read the passages (offline models' default)")
-        add(parser, "--verdicts", choices=["check", "fact"], default=None,
+        add(parser, "--verdicts", choices=["check", "fact", "choose"], default=None,
             help="'check': one verdict call per check node; 'fact': one call per fact that "
-                 "quotes its evidence (offline models' default)")
+                 "quotes its evidence; 'choose': each detail of a fact chosen, in two option "
+                 "orders, among the values the evidence offers, and swapped in place when "
+                 "both choose the same other value")
         add(parser, "--no-firewall", action="store_true", help="skip the entity firewall")
         add(parser, "--no-retrieval", action="store_true",
             help="verify against the LM's own knowledge; no retriever needed")

@@ -67,6 +67,40 @@ class Witness(BaseModel):
         return fixed if count else None
 
 
+class Candidate(BaseModel):
+    """A value a detail slot could take: the fact's own, one found in a passage (with where),
+    or "not stated"."""
+
+    value: str
+    origin: Literal["fact", "evidence", "none"] = "evidence"
+    passage: int | None = None
+    """Index of the check's passage it was found in (evidence candidates)."""
+    offset: int | None = None
+    """Character offset of the value in that passage."""
+    context: str = ""
+    """The passage's words that lead up to the value ("died on 4 July 1934"), shown beside
+    it as an option: a 1.5B model matched a bare "1934" to its sentence less often."""
+
+
+class Slot(BaseModel):
+    """A checkable detail of a fact (a year, date, number, name or role; or, for a fact with
+    none, the evidence sentence about it), the options it was asked about, and the choice.
+
+    `choices` holds the value chosen in each option order (None for an unusable reply);
+    `ruling` is the decision: the fact's own value chosen both times (`supported`), the same
+    other candidate both times (`contradicted`, `chosen` is that value), else `unverified`."""
+
+    kind: Literal["date", "year", "number", "name", "role", "sentence"]
+    text: str
+    start: int = 0
+    """Character offset of the slot's text in the fact."""
+    candidates: list[Candidate] = Field(default_factory=list)
+    choices: list[str | None] = Field(default_factory=list)
+    ruling: Literal["supported", "contradicted", "unverified"] = "unverified"
+    chosen: str | None = None
+    note: str = ""
+
+
 class Fact(BaseModel):
     """A variable node: one atomic fact of one sentence, with its syndrome and correction."""
 
@@ -90,6 +124,8 @@ class Fact(BaseModel):
     second_verdict: Verdict | None = None
     """The uncited verifier's vote on a cited contradiction whose quote showed no conflicting
     detail; only SUPPORTED keeps such a fact (see `SERC.second_opinion`)."""
+    slots: list[Slot] = Field(default_factory=list)
+    """`verdicts="choose"`: the fact's detail slots, their candidates and choices."""
     correction: str | None = None
     status: FactStatus = "pending"
 

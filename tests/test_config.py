@@ -144,7 +144,7 @@ def test_skipped_flags_stay_the_command_s_own():
 def test_method_options_hold_the_per_model_settings_and_only_what_was_set():
     assert method_options(RunOptions()) == {
         "top_k": 3, "context_chars": 2400, "max_workers": 4, "queries": "facts",
-        "evidence": "passages", "verdicts": "fact", "reconstruct": "minimal",
+        "evidence": "passages", "verdicts": "choose", "reconstruct": "minimal",
         "serial_stages": ("decompose", "correct")}
     assert "reconstruct" not in method_options(RunOptions(lm="smollm2"))  # SERC's own default
     options = method_options(RunOptions(

@@ -126,9 +126,10 @@ QWEN = OfflineModel(
     n_ctx=16384,
     n_parallel=4,
     # `reconstruct` and `serial_stages`: measured on Factcheck-Bench items 26-50 and on the
-    # main job (docs/measurements.md, docs/speed.md)
+    # main job (docs/measurements.md, docs/speed.md); `verdicts="choose"`: check nodes that
+    # choose among the evidence's values (docs/measurements.md, "Check nodes that choose")
     cpu_defaults={"top_k": 3, "context_chars": 2400, "max_tokens": 512, "queries": "facts",
-                  "evidence": "passages", "verdicts": "fact", "reconstruct": "minimal",
+                  "evidence": "passages", "verdicts": "choose", "reconstruct": "minimal",
                   "serial_stages": ("decompose", "correct")},
     compiled="qwen1.5b",
 )

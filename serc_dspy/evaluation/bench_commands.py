@@ -317,8 +317,8 @@ def _register_stages(kinds) -> None:
     p.add_argument("--data", required=True,
                    help="data folder holding factcheck_gpt/, factscore/ and factscore_wiki/")
     p.add_argument("--stage", action="append",
-                   choices=["verify", "verify_cited", "verify_agree", "facts", "correct",
-                            "firewall"],
+                   choices=["verify", "verify_cited", "verify_agree", "choose", "facts",
+                            "correct", "firewall"],
                    help="stages to run (default: all)")
     p.add_argument("--dev", type=positive, default=40, help="dev examples per stage (default 40)")
     p.add_argument("--pairs", type=positive, default=None, metavar="N",
@@ -351,8 +351,9 @@ def stages_command(args) -> int:
                                   seed=args.seed, lm=config.build_lm(options),
                                   compiled=args.compiled, out=args.out,
                                   progress=not options.quiet)
-    elif "verify_agree" in (args.stage or []):
-        raise UserError("verify_agree is scored on unseen stance pairs: add --pairs N")
+    elif {"verify_agree", "choose"} & set(args.stage or []):
+        raise UserError("verify_agree and choose are scored on unseen stance pairs: add "
+                        "--pairs N")
     else:
         summary = run_stages(args.data, stages=args.stage, dev=args.dev, seed=args.seed,
                              offset=args.offset, lm=config.build_lm(options),

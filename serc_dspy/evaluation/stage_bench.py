@@ -219,6 +219,8 @@ def _write(out: str | os.PathLike[str], summary: dict[str, Any]) -> None:
 _FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
            "verify_agree": "verdict accuracy, cited + a second vote to contradict",
            "verify_cited": "verdict accuracy, QuoteAndJudge + quote cross-check",
+           "choose": "verdict accuracy, slot choice in two orders (sentence choice + a "
+                     "second vote to contradict)",
            "correct": "gap closed", "firewall": "same/different accuracy"}
 
 
@@ -250,7 +252,7 @@ def stages_table(summary: dict[str, Any]) -> str:
 
 
 # -- verdicts on unseen stance pairs ------------------------------------------------------------
-PAIR_STAGES = ("verify", "verify_cited", "verify_agree")
+PAIR_STAGES = ("verify", "verify_cited", "verify_agree", "choose")
 SEEN_DEV = 42
 """Balanced dev examples earlier sessions selected or reported on (`--dev 30`, then 31-42)."""
 SEEN_TRAIN = 12
@@ -296,6 +298,8 @@ def _pair_votes(serc, example: dspy.Example, need: set[str]) -> dict[str, str | 
 
     votes: dict[str, str | None] = {}
     judged = None
+    if "choose" in need:
+        votes["choose"] = _choice_verdict(serc, example)
     if "verify" in need:
         judged = serc.single_verifier(evidence=example.evidence, claim=example.claim).verdict
         votes["verify"] = judged
@@ -312,6 +316,20 @@ def _pair_votes(serc, example: dspy.Example, need: set[str]) -> dict[str, str | 
                 verdict = judged
             votes["verify_agree"] = verdict
     return {stage: votes.get(stage) for stage in need}
+
+
+def _choice_verdict(serc, example: dspy.Example) -> str:
+    """The pair's verdict as `verdicts="choose"` decides it: the slot choices, or the sentence
+    choice, whose "opposite" stands only when a second JudgeFact agrees (as
+    `agree.contradiction` holds it in a run); unverified or disputed is NOT_FOUND."""
+    chosen = serc.choice(subject=opening_name(example.claim), claim=example.claim,
+                         passages=[example.evidence])
+    if chosen.verdict is None:
+        raise RuntimeError("every choice call failed")
+    if chosen.verdict == "CONTRADICTED" and chosen.slots[0].kind == "sentence":
+        second = serc.single_verifier(evidence=example.evidence, claim=example.claim).verdict
+        return "CONTRADICTED" if second == "CONTRADICTED" else "NOT_FOUND"
+    return chosen.verdict
 
 
 def _score_votes(gold: list[str], predicted: list[str | None], failures: int,

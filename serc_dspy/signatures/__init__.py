@@ -18,6 +18,8 @@ from serc_dspy.signatures.firewall import AnswerEntity, EvidenceEntity, QueryEnt
 from serc_dspy.signatures.generation import AnswerQuestion, GroundedAnswer
 from serc_dspy.signatures.reconstruction import PolishAnswer, RewriteSentence
 from serc_dspy.signatures.verification import (
+    ChooseSentence,
+    ChooseValue,
     EvidenceSummary,
     JudgeFact,
     JudgeFacts,
@@ -40,6 +42,8 @@ __all__ = [
     "VerifiedAnswer",
     "AnswerEntity",
     "AtomicFacts",
+    "ChooseSentence",
+    "ChooseValue",
     "CorrectFacts",
     "EvidenceEntity",
     "EvidenceSummary",

@@ -24,7 +24,7 @@ def test_the_default_is_qwen_with_its_cpu_defaults():
     assert lm_from_spec("local").model == "local/qwen1.5b"
     assert run_defaults(None) == {"max_tokens": 512, "top_k": 3, "context_chars": 2400,
                                   "workers": 4, "queries": "facts", "evidence": "passages",
-                                  "verdicts": "fact", "reconstruct": "minimal",
+                                  "verdicts": "choose", "reconstruct": "minimal",
                                   "serial_stages": ("decompose", "correct")}
     assert run_defaults("openai/gpt-4o-mini") == PAPER_DEFAULTS
 

@@ -63,6 +63,8 @@ def handlers(**overrides):
         "JudgeFact": lambda i: {"verdict": VERDICTS.get(i["claim"], "SUPPORTED")},
         "QuoteAndJudge": lambda i: {"quote": "", "verdict": VERDICTS.get(i["claim"],
                                                                          "SUPPORTED")},
+        "ChooseValue": lambda i: {"choice": "A"},  # position-biased: the orders disagree
+        "ChooseSentence": lambda i: {"sentence": 0, "stance": "not stated"},
         "CorrectFacts": correct,
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},

@@ -4,6 +4,7 @@ rules (quotes, agreement)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import dspy
@@ -33,6 +34,9 @@ from serc_dspy.signatures import (
 )
 from serc_dspy.steps import Run, StepSpec
 from serc_dspy.trace import Check, Fact, Passage, Sentence, Trace
+
+Judge = Callable[[Run, Check, list[Fact]], Awaitable[None]]
+"""A check node's verdict step in place of the free verdicts (`SlotChooser.judge`)."""
 
 
 class CheckNodes(Stage):
@@ -155,9 +159,10 @@ class CheckNodes(Stage):
             run.trace.checks.sort(key=node_order)
         return checks
 
-    async def detect(self, run: Run, check: Check) -> None:
-        """One check node's syndrome: query, evidence, a verdict per fact. A failed check
-        leaves its facts unverified, never judged."""
+    async def detect(self, run: Run, check: Check, judge: Judge | None = None) -> None:
+        """One check node's syndrome: query, evidence, a verdict per fact (by `judge`, when
+        given, in place of the free verdicts). A failed check leaves its facts unverified,
+        never judged."""
         facts = [run.trace.fact(fid) for fid in check.facts]
 
         def unverified(error: str) -> None:
@@ -166,9 +171,11 @@ class CheckNodes(Stage):
                 fact.verdict, fact.status = None, "unverified"
 
         await run.attempt("detect", f"check {check.id} failed, its facts stay unverified",
-                          lambda: self.run_check(run, check, facts), None, failed=unverified)
+                          lambda: self.run_check(run, check, facts, judge), None,
+                          failed=unverified)
 
-    async def run_check(self, run: Run, check: Check, facts: list[Fact]) -> None:
+    async def run_check(self, run: Run, check: Check, facts: list[Fact],
+                        judge: Judge | None = None) -> None:
         subject = run.trace.subject
         if self.settings.queries == "facts":
             check.query = " ".join([subject, *(f.text for f in facts)])
@@ -203,8 +210,11 @@ class CheckNodes(Stage):
             # judged against it, every fact would be NOT_FOUND and pruned.
             raise RetrievalError(f"the {check.evidence_source or 'evidence'} summary came back "
                                  "empty")
-        await self.judge(run, check, facts)
-        await self.recheck_swaps(run, check, facts)
+        if judge is not None:
+            await judge(run, check, facts)
+        else:
+            await self.judge(run, check, facts)
+            await self.recheck_swaps(run, check, facts)
         await self.agree(run, check, facts)
 
     async def own_passages(self, run: Run, check: Check, facts: list[Fact]) -> None:
@@ -348,7 +358,8 @@ class CheckNodes(Stage):
             evidence = self.evidence_for(check, fact, facts)
             # a fact `recheck_swaps` made contradicted was judged NOT_FOUND: no verdict vote
             judged = not run.trace.ruled("agree.found_swap", fact.id)
-            if judged and (self.settings.verdicts == "check" or fact.witness is not None):
+            if judged and self.settings.verdicts != "choose" and \
+                    (self.settings.verdicts == "check" or fact.witness is not None):
                 signal = "cited" if self.settings.verdicts == "fact" else "check"
                 fact.votes[signal] = "CONTRADICTED"
             if swap_witnessed(fact.witness):

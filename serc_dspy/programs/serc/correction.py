@@ -11,6 +11,7 @@ import dspy
 from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_sentence
 from serc_dspy.rules.agree import mentioned
 from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
+from serc_dspy.rules.slots import swap
 from serc_dspy.signatures import CorrectFacts, FactFix
 from serc_dspy.steps import Run, StepSpec
 from serc_dspy.text import best_match, normalise, similarity, unique_texts
@@ -51,14 +52,49 @@ class Corrector(Stage):
         for fact in facts:
             if fact.verdict == "SUPPORTED":
                 fact.status = "kept"
-            elif fact.verdict == "NOT_FOUND":
+            elif fact.verdict == "NOT_FOUND" and fact.status == "pending":
                 self.prune_or_keep(run, fact)
+        self.swap_slots(run, facts)
         wrong = [f for f in facts if f.verdict == "CONTRADICTED" and f.status == "pending"]
         if wrong:
             run.expect("correct", 1)
             await self.correct_group(run, sentence.index, wrong)
             run.advance("correct")
         return [f.correction or f.text for f in facts if f.status in (*UNCHANGED, "corrected")]
+
+    def swap_slots(self, run: Run, facts: list[Fact]) -> None:
+        """`choose.swap`: a fact whose slot the evidence's value took in both option orders is
+        corrected by swapping that span alone (no LM call). `choose.propagate`: a fact of the
+        same sentence that states the swapped value and was not itself supported takes the
+        same swap, the dependents of a corrected detail following it."""
+        roots = [f for f in facts if f.status == "pending" and f.verdict == "CONTRADICTED"
+                 and f.witness is not None and any(s.ruling == "contradicted" for s in f.slots)]
+        for fact in roots:
+            fixed = swap(fact.text, fact.witness.old, fact.witness.new)
+            if fixed is None:
+                continue  # not placeable: the corrector's LM path, behind its guards
+            fact.correction, fact.status = fixed, "corrected"
+            with run.lock:
+                run.trace.corrections.append(Correction(original=fact.text, fixed=fixed,
+                                                        fact=fact.id, match_score=1.0))
+            if not run.on("choose.propagate"):
+                continue
+            for other in facts:
+                if other is fact or other in roots or other.verdict == "SUPPORTED" or \
+                        other.status in ("corrected", "pruned"):
+                    continue
+                carried = swap(other.text, fact.witness.old, fact.witness.new)
+                if carried is None:
+                    continue
+                run.rule("choose.propagate", other.id, before=other.text, after=carried,
+                         detail=f"states {fact.witness.old!r}, which {fact.id} corrected to "
+                                f"{fact.witness.new!r}")
+                other.correction, other.status = carried, "corrected"
+                other.witness = fact.witness
+                with run.lock:
+                    run.trace.corrections.append(Correction(
+                        original=other.text, fixed=carried, fact=other.id, match_score=1.0,
+                        propagated=True))
 
     def prune_or_keep(self, run: Run, fact: Fact) -> None:
         """`agree.not_found`: a NOT_FOUND fact whose key details its check's passages do

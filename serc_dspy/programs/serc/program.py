@@ -28,6 +28,7 @@ from serc_dspy.programs.base import (
     check_text,
 )
 from serc_dspy.programs.serc.checks import CheckNodes
+from serc_dspy.programs.serc.choice import SlotChooser
 from serc_dspy.programs.serc.common import AcceptedFacts, Settings
 from serc_dspy.programs.serc.correction import Corrector
 from serc_dspy.programs.serc.firewall import EntityFirewall
@@ -43,14 +44,15 @@ from serc_dspy.trace import Passage, Sentence
 Density = Literal["sentence", "atomic"]
 QueryMode = Literal["lm", "facts"]
 EvidenceMode = Literal["summary", "passages"]
-VerdictMode = Literal["check", "fact"]
+VerdictMode = Literal["check", "fact", "choose"]
 Reconstruction = Literal["rebuild", "minimal"]
 STAGES: dict[str, str] = {
     "grounded_answerer": "entities", "query_entity": "entities", "answer_entity": "entities",
     "evidence_entity": "entities", "entity_judge": "entities",
     "fact_extractor": "checks", "query_writer": "checks", "evidence_writer": "checks",
     "recaller": "checks", "verifier": "checks", "single_verifier": "checks",
-    "fact_checker": "checks", "corrector": "correction", "rewriter": "reconstruction",
+    "fact_checker": "checks", "value_chooser": "choice", "sentence_chooser": "choice",
+    "corrector": "correction", "rewriter": "reconstruction",
     "polisher": "reconstruction",
 }
 """Each predictor's sub-module: `fact_extractor` is `checks.fact_extractor`. States saved before
@@ -123,7 +125,10 @@ class SERC(TracedProgram):
             the first bound are kept verbatim and unverified, and each cap is logged.
         verdicts: "check" judges all facts of a check node in one call; "fact" judges each
             fact in its own call that first quotes the evidence sentence it rests on (more
-            calls, sharing a cached prompt prefix; far more accurate on small models).
+            calls, sharing a cached prompt prefix; far more accurate on small models);
+            "choose" masks each detail of a fact and has the LM choose, in two option orders,
+            among the values the evidence offers (`programs/serc/choice.py`): the same other
+            value chosen twice is swapped in, in place; nothing else changes a fact.
         compiled: "auto" (default) applies, on the first run, the packaged state of the
             offline model the run uses when that model ships one (`serc models` lists them);
             None keeps the frozen paper prompts; a `.json` path (saved by `serc compile`, or a
@@ -148,7 +153,8 @@ class SERC(TracedProgram):
 
     method_name = "serc"
     steps: ClassVar[dict[str, StepSpec]] = {
-        **EntityFirewall.steps, **CheckNodes.steps, **Corrector.steps, **Reconstructor.steps}
+        **EntityFirewall.steps, **CheckNodes.steps, **SlotChooser.steps, **Corrector.steps,
+        **Reconstructor.steps}
     """Every predictor's step: the union of the sub-modules' own tables."""
 
     def __init__(
@@ -184,8 +190,8 @@ class SERC(TracedProgram):
             (queries in ("lm", "facts"), f"queries must be 'lm' or 'facts', got {queries!r}"),
             (evidence in ("summary", "passages"), f"evidence must be 'summary' or 'passages', "
                                                   f"got {evidence!r}"),
-            (verdicts in ("check", "fact"), f"verdicts must be 'check' or 'fact', got "
-                                            f"{verdicts!r}"),
+            (verdicts in ("check", "fact", "choose"), f"verdicts must be 'check', 'fact' or "
+                                                      f"'choose', got {verdicts!r}"),
             (max_sentences >= 1 and max_facts_per_sentence >= 1,
              "max_sentences and max_facts_per_sentence must be at least 1"),
             (evidence_window is None or evidence_window >= 1,
@@ -212,6 +218,7 @@ class SERC(TracedProgram):
             claim_verifier=verifier, max_workers=self.max_workers, rules=self.rules)
         self.entities = EntityFirewall(self.settings)
         self.checks = CheckNodes(self.settings)
+        self.choice = SlotChooser(self.settings)
         self.correction = Corrector(self.settings)
         self.reconstruction = Reconstructor(self.settings)
         self.compiled = str(compiled) if compiled is not None else None
@@ -262,12 +269,18 @@ class SERC(TracedProgram):
                 return                                                 # kept, unverified
             facts = await self.checks.decompose(run, sentence)                # variable nodes F_i
             checks = self.checks.build_checks(run, sentence, facts)           # check nodes
-            await run.map("detect", lambda c: self.checks.detect(run, c), checks)  # syndromes
+            await run.map("detect", lambda c: self.detect(run, c), checks)     # syndromes
             kept = await self.correction.correct(run, sentence, facts)            # correction map
             accepted.set(sentence.index, kept)
             await self.reconstruction.reconstruct(run, sentence, facts, kept, accepted)  # S'_i
         finally:
             accepted.set(sentence.index, kept)  # never leave a later rewrite waiting
+
+    async def detect(self, run: Run, check) -> None:
+        """One check node's syndrome: verdicts judged freely (`verdicts="check"|"fact"`), or
+        chosen among the evidence's own values (`verdicts="choose"`)."""
+        judge = self.choice.judge if self.settings.verdicts == "choose" else None
+        await self.checks.detect(run, check, judge=judge)
 
     def nothing_verified(self, run: Run) -> bool:
         """A run whose check nodes produced no verdict at all verified nothing: it fails loudly

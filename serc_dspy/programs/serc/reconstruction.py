@@ -18,6 +18,7 @@ from serc_dspy.programs.serc.common import (
     as_sentence,
 )
 from serc_dspy.rules.guards import minimal_edit, orphan_details, polish_problem, rewrite_problem
+from serc_dspy.rules.slots import only_span_changed, swap
 from serc_dspy.signatures import PolishAnswer, RewriteSentence
 from serc_dspy.steps import Run, StepSpec
 from serc_dspy.text import SHORT_ANSWER_CHARS, text_size
@@ -72,6 +73,11 @@ class Reconstructor(Stage):
                                                       "would drop the whole sentence"))
             run.advance("reconstruct")
             return
+        swapped = self.swap_in_place(run, sentence, facts)
+        if swapped is not None:
+            sentence.rewritten = swapped
+            run.advance("reconstruct")
+            return
         if self.settings.reconstruction == "minimal":
             placed = self.edit_in_place(run, sentence, facts)
             if placed is not None:
@@ -122,6 +128,30 @@ class Reconstructor(Stage):
         run.rule("rewrite.keep_sentence", node, after=sentence.text,
                  detail=f"kept the draft's sentence, its changes not applied{lost}")
         return sentence.text
+
+    def swap_in_place(self, run: Run, sentence: Sentence, facts: list[Fact]) -> str | None:
+        """A sentence whose every change is a slot swap (`choose.swap`) gets exactly those
+        swaps, in the draft's own sentence, and nothing else: each one's character diff is its
+        span (and the article before it). None when a change is no swap, or one cannot be
+        placed: the other reconstruction paths then apply."""
+        changed = [f for f in facts if f.status in ("corrected", "pruned")]
+        pairs: list[tuple[str, str]] = []
+        for fact in changed:
+            witness = fact.witness
+            if fact.status != "corrected" or witness is None or not fact.slots or \
+                    fact.correction != swap(fact.text, witness.old or "", witness.new or ""):
+                return None
+            if (witness.old, witness.new) not in pairs:
+                pairs.append((witness.old, witness.new))
+        text = sentence.text
+        for old, new in pairs:
+            fixed = swap(text, old, new)
+            if fixed is None or not only_span_changed(text, fixed, old, new):
+                return None
+            text = fixed
+        run.rule("rewrite.in_place", f"s{sentence.index}", before=sentence.text, after=text,
+                 detail="slot swaps: " + ", ".join(f"{o} -> {n}" for o, n in pairs))
+        return text
 
     def edit_in_place(self, run: Run, sentence: Sentence, facts: list[Fact]) -> str | None:
         """`rewrite.in_place`: the draft's sentence with each correction made where it stands

@@ -1,0 +1,300 @@
+"""Phase 2, `verdicts="choose"`: check nodes that choose from the evidence.
+
+A free three-way verdict and a free rewrite are the wrong questions for a 1.5B model. Here each
+fact's details (slots: `rules.slots`) are masked, the values the evidence offers for them are
+listed as lettered options beside the fact's own and "not stated", and the model picks one,
+decoded under the output's `Literal` (the engine's grammar), twice, in two option orders (small
+models prefer early options). The fact's own value chosen both times supports it; the same
+other value chosen both times, a value found literally in a passage about the subject,
+contradicts it and is its correction (`choose.swap`); anything else leaves it unverified and
+in the draft's words. A fact with no slot gets a sentence choice: the model picks, by number,
+the evidence sentence about the claim, and says whether it states it, its opposite, or neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+
+from serc_dspy.programs.serc.common import Settings, Stage, subject_name
+from serc_dspy.rules.quotes import opening_name
+from serc_dspy.rules.slots import (
+    NOT_STATED,
+    EvidenceSentence,
+    about_subject,
+    blank_in,
+    collect_candidates,
+    find_slots,
+    focus,
+    preceding_word,
+    stated,
+)
+from serc_dspy.rules.words import content_stems
+from serc_dspy.signatures import ChooseSentence, ChooseValue
+from serc_dspy.steps import Run, StepSpec
+from serc_dspy.trace import Candidate, Check, Fact, Passage, Slot, Witness
+
+LETTERS = "ABCDEF"
+MAX_SENTENCES = 6
+"""Evidence sentences a sentence choice lists (those sharing most words with the claim)."""
+
+
+def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:
+    """The evidence sentence the slot's chosen value was found in, and the one after it."""
+    found = next((c for c in slot.candidates if c.value == slot.chosen and c.origin ==
+                  "evidence"), None)
+    if found is None:
+        return ""
+    for k, sentence in enumerate(evidence):
+        if sentence.passage == found.passage and \
+                sentence.offset <= (found.offset or 0) < sentence.offset + len(sentence.text):
+            following = evidence[k + 1].text if k + 1 < len(evidence) and \
+                evidence[k + 1].passage == sentence.passage else ""
+            return sentence.text + " " + following
+    return ""
+
+
+def shown(candidate: Candidate) -> str:
+    """An option as the model reads it: an evidence value with the words that lead up to it
+    ("1934 (the evidence: "...died on 4 July 1934")"), so it finds the value's sentence."""
+    if candidate.origin != "evidence" or not candidate.context:
+        return candidate.value
+    return f'{candidate.value} (the evidence: "...{candidate.context}")'
+
+
+def option_orders(candidates: list[Candidate]) -> list[list[Candidate]]:
+    """The values in the order found (the fact's own first), then reversed; "not stated" is
+    always last, so the two orders put every value at another position."""
+    values = [c for c in candidates if c.origin != "none"]
+    tail = [c for c in candidates if c.origin == "none"]
+    return [values + tail, values[::-1] + tail]
+
+
+class SlotChooser(Stage):
+    """Judge a check node's facts by choices among the evidence's own values. Alone:
+    `SlotChooser()(subject=..., claim=..., passages=[...])` gives the claim's slots and
+    verdict."""
+
+    steps: ClassVar[dict[str, StepSpec]] = {
+        "value_chooser": StepSpec("verify", "choice"),
+        "sentence_chooser": StepSpec("verify", "sentence_choice"),
+    }
+
+    def __init__(self, settings: Settings | None = None, **options: Any):
+        super().__init__(settings, **options)
+        self.value_chooser = dspy.Predict(ChooseValue)
+        self.sentence_chooser = dspy.Predict(ChooseSentence)
+
+    def forward(self, subject: str, claim: str, passages: list[Passage | str]
+                ) -> dspy.Prediction:
+        """One claim judged by choice against `passages` (its own sentence is the claim)."""
+        from serc_dspy.programs.base import format_passages
+        from serc_dspy.trace import Sentence, Trace
+
+        found = [p if isinstance(p, Passage) else Passage(text=str(p)) for p in passages]
+        trace = Trace(method="choice", subject=subject, received=claim)
+        trace.sentences = [Sentence(index=0, text=claim)]
+        fact = Fact(id="f0.0", text=claim, sentence=0, check="c0.0")
+        check = Check(id="c0.0", facts=[fact.id], sentence=0, passages=found,
+                      evidence=format_passages(found))
+        trace.facts, trace.checks = [fact], [check]
+        _, trace = self.standalone(self.judge, check, [fact], trace=trace)
+        return dspy.Prediction(verdict=fact.verdict, status=fact.status, slots=fact.slots,
+                               correction=fact.witness.apply(claim) if fact.witness else None,
+                               trace=trace)
+
+    async def judge(self, run: Run, check: Check, facts: list[Fact]) -> None:
+        """Each fact's verdict from its slots' choices (or a sentence choice). The facts go
+        one by one: their calls share the node's evidence, a prefix the engine caches."""
+        passages = check.passages or [Passage(text=check.evidence)]
+        asked: dict[tuple[str, str], list[str | None]] = {}
+        for fact in facts:
+            # the subject's name, else (no firewall: the subject is the question) the name
+            # the fact opens with
+            name = subject_name(run.trace.subject) or opening_name(fact.text)
+            evidence = about_subject(passages, name)
+            about = focus(evidence, fact.text, name)
+            text = "\n".join(s.text for s in about)
+            sentence = run.trace.sentences[fact.sentence].text \
+                if fact.sentence < len(run.trace.sentences) else fact.text
+            slots = find_slots(fact.text, sentence, name or run.trace.subject)
+            if slots:
+                for slot in slots:
+                    await self.choose_value(run, fact, slot, about, text, evidence, name,
+                                            sentence, asked)
+                fact.slots = slots
+                await self.settle(run, fact, evidence, name, sentence)
+                self.decide(run, fact)
+            else:
+                await self.choose_sentence(run, check, fact, evidence, name)
+
+    async def choose_value(self, run: Run, fact: Fact, slot: Slot,
+                           about: list[EvidenceSentence], text: str,
+                           evidence: list[EvidenceSentence], name: str, sentence: str,
+                           asked: dict[tuple[str, str], list[str | None]]) -> None:
+        """One slot: its candidates from the sentences about the fact (`about`, shown as
+        `text`), and the choice in both orders (no call when they offer no rival value:
+        `choose.uncontested`). The blank is shown in the fact, a short claim (a whole
+        sentence of several clauses confused the model); the same blank and options asked
+        for two facts are asked once."""
+        claim = blank_in(fact.text, slot.text) or blank_in(sentence, slot.text) or fact.text
+        frame = preceding_word(sentence, sentence.find(slot.text))
+        slot.candidates = collect_candidates(slot, fact.text, about, name, frame)
+        own_stated = stated(slot, evidence)
+        if not any(c.origin == "evidence" for c in slot.candidates):
+            slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \
+                else "unverified"
+            slot.note = ("its value is in the evidence, which offers no other"
+                         if own_stated else "the evidence offers no value for it")
+            return
+        key = (claim, "|".join(c.value for c in slot.candidates))
+        if key not in asked:
+            asked[key] = await self.ask(run, fact, slot, text, claim)
+        slot.choices = list(asked[key])
+        first, second = slot.choices
+        own = slot.candidates[0].value
+        if first is not None and first == second:
+            if first == own:
+                slot.ruling = "supported" if own_stated else "unverified"
+                slot.note = "" if own_stated else "its own value was chosen, yet no passage " \
+                                                  "states it"
+            elif first != NOT_STATED:
+                slot.ruling, slot.chosen = "contradicted", first
+            else:
+                slot.note = "not stated, in both orders"
+        else:
+            slot.note = f"the two orders disagree ({first!r}, {second!r})"
+
+    async def ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str
+                  ) -> list[str | None]:
+        """The value chosen for the blank in each option order (None: no usable reply)."""
+        chosen: list[str | None] = []
+        for order in option_orders(slot.candidates):
+            options = "\n".join(f"{letter}) {shown(c)}"
+                                for letter, c in zip(LETTERS[:len(order)], order, strict=True))
+
+            async def call(options=options):
+                return await run.call("value_chooser", evidence=text, claim=claim,
+                                      options=options)
+            reply = await run.attempt("detect", f"choice for {fact.id} ({slot.text!r}) failed",
+                                      call, None)
+            index = LETTERS.find(str(getattr(reply, "choice", "") or "?"))
+            chosen.append(order[index].value if 0 <= index < len(order) else None)
+        return chosen
+
+    async def settle(self, run: Run, fact: Fact, evidence: list[EvidenceSentence], name: str,
+                     sentence: str) -> None:
+        """`choose.settle`: two slots of one fact contradicted ("Chemistry in 1903": 1911 and
+        Physics each make it true). Each is asked again with the blank in the draft's whole
+        sentence, whose other words tell which event it means ("... in 1903 together with
+        Pierre Curie"); a slot whose choice then changes is no longer contradicted. If more
+        than one still is, the one whose evidence (its sentence and the next) shares most
+        words with the rest of the draft's sentence stays; a tie leaves none."""
+        wrong = [s for s in fact.slots if s.ruling == "contradicted"]
+        if len(wrong) < 2 or sentence == fact.text or not run.on("choose.settle"):
+            return
+        text = "\n".join(s.text for s in focus(evidence, sentence, name))
+        for slot in wrong:
+            claim = blank_in(sentence, slot.text)
+            again = await self.ask(run, fact, slot, text, claim) if claim else []
+            slot.choices += again
+            if again and again != [slot.chosen, slot.chosen]:
+                slot.ruling = "unverified"
+                slot.note = f"asked in the whole sentence, chosen {again}"
+        wrong = [s for s in wrong if s.ruling == "contradicted"]
+        if len(wrong) < 2:
+            return
+        rest = content_stems(sentence, name) - {w for s in wrong for w in
+                                                 content_stems(s.text) | content_stems(
+                                                     s.chosen or "")}
+        shared = [len(rest & content_stems(context_of(s, evidence), name)) for s in wrong]
+        best = max(shared)
+        keep = wrong[shared.index(best)] if shared.count(best) == 1 else None
+        for slot, score in zip(wrong, shared, strict=True):
+            if slot is not keep:
+                slot.ruling = "unverified"
+                slot.note = f"another slot's evidence agrees better with the sentence " \
+                            f"({score} words shared, against {best})"
+        if keep is not None:
+            run.rule("choose.settle", fact.id, before=keep.text, after=keep.chosen,
+                     detail=f"of {len(wrong)} contradicted slots, its evidence shares most "
+                            f"words ({best}) with the rest of the draft's sentence")
+
+    def decide(self, run: Run, fact: Fact) -> None:
+        """The fact's verdict from its slots: one contradicted slot contradicts it (the first
+        is its witness and its correction); every slot supported supports it; otherwise it is
+        unverified and kept. A choice whose calls failed leaves no verdict."""
+        wrong = [s for s in fact.slots if s.ruling == "contradicted"]
+        if len(wrong) > 1:
+            # "Chemistry in 1903" is made true by 1911 as well as by Physics: when two details
+            # could each be the wrong one, the evidence does not say which
+            for slot in wrong:
+                slot.ruling, slot.note = "unverified", f"another slot was contradicted too " \
+                                                      f"(chosen: {slot.chosen!r})"
+            wrong = []
+        if wrong and run.on("choose.swap"):
+            slot = wrong[0]
+            fact.verdict = fact.lm_verdict = "CONTRADICTED"
+            fact.witness = Witness(reason="chosen from the evidence in both option orders",
+                                   old=slot.text, new=slot.chosen, contradicted=(slot.text,))
+            fact.votes.update({"choice": "CONTRADICTED", "reversed": "CONTRADICTED"})
+            run.rule("choose.swap", fact.id, before=slot.text, after=slot.chosen,
+                     detail=f"{slot.kind} slot: chosen in both option orders, found in the "
+                            "evidence")
+            return
+        if all(s.ruling == "supported" for s in fact.slots):
+            fact.verdict = fact.lm_verdict = "SUPPORTED"
+            uncontested = [s.text for s in fact.slots if not s.choices]
+            run.rule("choose.supported" if len(uncontested) < len(fact.slots)
+                     else "choose.uncontested", fact.id, after="SUPPORTED",
+                     detail=", ".join(f"{s.kind} {s.text!r}" for s in fact.slots))
+            return
+        failed = any(c is None for s in fact.slots for c in s.choices)
+        fact.verdict = None if failed else "NOT_FOUND"
+        fact.status = "unverified"
+        run.rule("choose.unverified", fact.id, after="unverified", detail="; ".join(
+            f"{s.text!r}: {s.note or s.ruling}" for s in fact.slots))
+
+    async def choose_sentence(self, run: Run, check: Check, fact: Fact,
+                              evidence: list[EvidenceSentence], name: str) -> None:
+        """A fact with no slot: the evidence sentence about it, chosen by number, and its
+        stance. "yes" supports the fact; "opposite" is one CONTRADICTED signal, which
+        `agree.contradiction` holds to a second; anything else leaves it unverified."""
+        claim = content_stems(fact.text, name)
+        ranked = sorted(evidence, key=lambda s: -len(claim & content_stems(s.text, name)))
+        listed = [s for s in ranked if claim & content_stems(s.text, name)][:MAX_SENTENCES]
+        slot = Slot(kind="sentence", text=fact.text,
+                    candidates=[Candidate(value=s.text, passage=s.passage, offset=s.offset)
+                                for s in listed])
+        fact.slots = [slot]
+        if not listed:
+            slot.note = "no evidence sentence shares a word with it"
+            fact.verdict, fact.status = "NOT_FOUND", "unverified"
+            run.rule("choose.unverified", fact.id, after="unverified", detail=slot.note)
+            return
+        numbered = "\n".join(f"{i}. {s.text}" for i, s in enumerate(listed, 1))
+        reply = await run.attempt(
+            "detect", f"sentence choice for {fact.id} failed",
+            lambda: run.call("sentence_chooser", sentences=numbered, claim=fact.text), None)
+        if reply is None:
+            fact.verdict, fact.status = None, "unverified"
+            slot.choices = [None]
+            return
+        number, stance = int(reply.sentence), str(reply.stance)
+        slot.choices = [f"{number}: {stance}"]
+        if 1 <= number <= len(listed) and stance in ("yes", "opposite"):
+            fact.quote = listed[number - 1].text
+            if stance == "yes":
+                slot.ruling = "supported"
+                fact.verdict = fact.lm_verdict = "SUPPORTED"
+                run.rule("choose.supported", fact.id, after="SUPPORTED",
+                         detail=f"sentence {number} states it")
+            else:
+                slot.ruling = "contradicted"
+                fact.verdict = fact.lm_verdict = "CONTRADICTED"
+                fact.votes["sentence"] = "CONTRADICTED"
+            return
+        slot.note = f"sentence {number}: {stance}"
+        fact.verdict, fact.status = "NOT_FOUND", "unverified"
+        run.rule("choose.unverified", fact.id, after="unverified", detail=slot.note)

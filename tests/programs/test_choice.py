@@ -1,0 +1,225 @@
+"""Check nodes that choose from the evidence (`verdicts="choose"`): slots, candidates, the
+choice in two orders, the decision, and the swap as the only edit."""
+
+import re
+
+import dspy
+from scripted import scripted_lm
+from test_serc import handlers
+
+from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+from serc_dspy.programs.serc.choice import SlotChooser, option_orders
+from serc_dspy.rules.slots import (
+    about_subject,
+    collect_candidates,
+    find_slots,
+    normal_form,
+    only_span_changed,
+    spans,
+    swap,
+)
+from serc_dspy.trace import Passage
+
+QUESTION = "Tell me a bio of Marie Curie."
+DRAFT = ("Marie Curie was born on 7 November 1867 in Kraków. She won the Nobel Prize in "
+         "Chemistry in 1903. She died in 1944 of aplastic anaemia.")
+FACTS = {
+    "Marie Curie was born on 7 November 1867 in Kraków.": [
+        "Marie Curie was born on 7 November 1867 in Kraków."],
+    "She won the Nobel Prize in Chemistry in 1903.": [
+        "Marie Curie won the Nobel Prize in Chemistry in 1903."],
+    "She died in 1944 of aplastic anaemia.": ["Marie Curie died in 1944 of aplastic anaemia."],
+}
+CORPUS = LocalCorpus.from_texts({
+    "early.txt": "Maria Skłodowska, later Marie Curie, was born in Warsaw on 7 November 1867. "
+                 "She moved to Paris in 1891.",
+    "awards.txt": "Marie Curie won the Nobel Prize in Physics in 1903 with Pierre Curie and "
+                  "Henri Becquerel, and the Nobel Prize in Chemistry in 1911.",
+    "death.txt": "Marie Curie died in 1934 of aplastic anaemia at Passy.",
+})
+READS = {  # what a careful reader of CORPUS puts in each blank
+    "Marie Curie was born on ___ in Kraków.": "7 November 1867",
+    "Marie Curie was born on 7 November 1867 in ___.": "Warsaw",
+    "Marie Curie won the Nobel Prize in Chemistry in ___.": "1903",
+    "Marie Curie won the ___ in Chemistry in 1903.": "Nobel Prize",
+    "Marie Curie won the Nobel Prize in ___ in 1903.": "Physics",
+    "Marie Curie died in ___ of aplastic anaemia.": "1934",
+    "Marie Curie died in ___.": "1934",
+}
+
+
+def _options(text: str) -> list[tuple[str, str]]:
+    return [(letter, value.split(" (the evidence:")[0])
+            for letter, value in re.findall(r"^([A-F])\) (.*)$", text, re.M)]
+
+
+def reads_evidence(inputs):
+    """A reader that fills each blank as the evidence does, else says "not stated"."""
+    options = _options(inputs["options"])
+    for letter, value in options:
+        if value == READS.get(inputs["claim"]):
+            return {"choice": letter}
+    return {"choice": next(letter for letter, value in options if value == "not stated")}
+
+
+def _decode(choose=reads_evidence, sentence=None, **options):
+    extra = {"AtomicFacts": lambda i: {"facts": FACTS.get(i["sentence"], [i["sentence"]])},
+             "ChooseValue": choose}
+    if sentence is not None:
+        extra["ChooseSentence"] = sentence
+    lm, engine = scripted_lm(handlers(**extra))
+    program = SERC(retriever=CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", firewall=False, **options)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question=QUESTION, draft=DRAFT)
+    return result, engine
+
+
+def test_three_planted_errors_are_swapped_back_in_place_with_no_rewrite():
+    result, engine = _decode()
+    assert result.answer == ("Marie Curie was born on 7 November 1867 in Warsaw. She won the "
+                             "Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
+                             "anaemia.")
+    trace = result.trace
+    swaps = [(r.before, r.after) for r in trace.rulings if r.rule == "choose.swap"]
+    assert sorted(swaps) == [("1944", "1934"), ("Chemistry", "Physics"), ("Kraków", "Warsaw")]
+    # the swap is the edit: no corrector, rewriter or polish call
+    for name in ("CorrectFacts", "RewriteSentence", "PolishAnswer", "QuoteAndJudge"):
+        assert engine.of(name) == []
+    # every choice was asked twice, the option orders reversed
+    asked = engine.of("ChooseValue")
+    assert len(asked) % 2 == 0 and asked
+    claims = [c["inputs"]["claim"] for c in asked]
+    assert "Marie Curie was born on 7 November 1867 in ___." in claims
+    # the trace holds each slot's candidates, where they were found, and both choices
+    born = trace.fact("f0.0")
+    place = next(s for s in born.slots if s.text == "Kraków")
+    warsaw = next(c for c in place.candidates if c.value == "Warsaw")
+    passage = trace.checks[0].passages[warsaw.passage].text
+    assert passage[warsaw.offset:warsaw.offset + len("Warsaw")] == "Warsaw"
+    assert place.choices == ["Warsaw", "Warsaw"] and place.ruling == "contradicted"
+    assert born.status == "corrected" and trace.status == "decoded"
+
+
+def test_a_position_biased_reader_changes_nothing_and_removes_nothing():
+    def always_first(inputs):
+        return {"choice": "A"}
+
+    result, _ = _decode(choose=always_first)
+    assert result.answer == DRAFT
+    trace = result.trace
+    assert not [f for f in trace.facts if f.status in ("pruned", "corrected")]
+    disagree = [s for f in trace.facts for s in f.slots if "disagree" in s.note]
+    assert disagree  # the two orders put a different value first
+    assert trace.ruled("choose.unverified", "f0.0")
+
+
+def test_not_stated_in_both_orders_keeps_the_fact_unverified():
+    def not_stated(inputs):
+        return {"choice": next(letter for letter, value in _options(inputs["options"])
+                               if value == "not stated")}
+
+    result, _ = _decode(choose=not_stated)
+    assert result.answer == DRAFT
+    assert all(f.status in ("unverified", "kept") for f in result.trace.facts)
+
+
+def test_a_dead_choice_model_fails_the_run_instead_of_passing_the_draft_as_checked():
+    def dead(inputs):
+        raise RuntimeError("engine down")
+
+    result, _ = _decode(choose=dead)
+    assert result.answer == DRAFT
+    assert result.trace.status == "failed"
+
+
+def test_a_fact_without_slots_gets_a_sentence_choice_held_to_a_second_signal():
+    global FACTS
+    saved = dict(FACTS)
+    FACTS["She died in 1944 of aplastic anaemia."] = ["Marie Curie died of aplastic anaemia."]
+    try:
+        def opposite(inputs):
+            return {"sentence": 1, "stance": "opposite"}
+
+        result, engine = _decode(sentence=opposite)
+        fact = result.trace.fact("f2.0")
+        assert fact.slots[0].kind == "sentence" and fact.slots[0].choices == ["1: opposite"]
+        # one "opposite" is one signal: the second verdict (SUPPORTED) leaves it disputed
+        assert fact.status == "disputed" and engine.of("JudgeFact")
+        assert "aplastic anaemia" in result.answer
+
+        result, _ = _decode(sentence=lambda i: {"sentence": 1, "stance": "yes"})
+        assert result.trace.fact("f2.0").verdict == "SUPPORTED"
+    finally:
+        FACTS.clear()
+        FACTS.update(saved)
+
+
+def test_a_swap_propagates_to_a_fact_of_its_sentence_that_states_the_same_value():
+    global FACTS
+    saved = dict(FACTS)
+    FACTS["Marie Curie was born on 7 November 1867 in Kraków."] = [
+        "Marie Curie was born on 7 November 1867 in Kraków.", "Marie Curie is from Kraków."]
+    try:
+        result, _ = _decode()
+        trace = result.trace
+        assert trace.fact("f0.1").correction == "Marie Curie is from Warsaw."
+        # "is from ___" shares no word with a passage: no choice of its own, so the swap of
+        # its sentence's root fact carries over to it, and the sentence gets one edit
+        assert trace.ruled("choose.propagate", "f0.1") and trace.ruled("choose.swap", "f0.0")
+        assert result.answer.startswith("Marie Curie was born on 7 November 1867 in Warsaw.")
+    finally:
+        FACTS.clear()
+        FACTS.update(saved)
+
+
+def test_the_choice_alone_as_a_module():
+    lm, engine = scripted_lm(handlers(ChooseValue=reads_evidence))
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = SlotChooser()(subject="Marie Curie", claim="Marie Curie died in 1944.",
+                               passages=["Marie Curie died in 1934 at Passy."])
+    assert result.verdict == "CONTRADICTED"
+    assert result.correction == "Marie Curie died in 1934."
+
+
+# -- the deterministic half -------------------------------------------------------------------
+def test_slots_are_the_facts_details_that_stand_once_in_the_sentence():
+    fact = "Marie Curie was born on 7 November 1867 in Kraków"
+    kinds = {s.kind: s.text for s in spans(fact, "Marie Curie")}
+    assert kinds == {"date": "7 November 1867", "name": "Kraków"}
+    assert [s.kind for s in spans("He was an American composer with three sons.")] == \
+        ["name", "role", "number"]
+    # a detail the sentence does not carry cannot be swapped there: it is no slot
+    assert [s.text for s in find_slots(fact, "She was born in Kraków.", "Marie Curie")] == \
+        ["Kraków"]
+
+
+def test_normal_forms_make_one_value_of_its_spellings():
+    assert normal_form("date", "7 November 1867") == normal_form("date", "November 7, 1867")
+    assert normal_form("number", "three") == normal_form("number", "3")
+    assert normal_form("number", "1,200") == normal_form("number", "1200")
+    assert normal_form("name", "Kraków") == normal_form("name", "krakow")
+    assert normal_form("year", "7 November 1867") == "1867"
+
+
+def test_candidates_come_from_sentences_about_the_facts_event_once_each():
+    passages = [Passage(text="Curie died on 4 July 1934 in Passy. She was born in 1867. "
+                             "Curie died in 1934, as her papers record.")]
+    evidence = about_subject(passages, "Marie Curie")
+    slot = find_slots("Marie Curie died in 1944.", "Marie Curie died in 1944.", "Marie Curie")[0]
+    values = [c.value for c in collect_candidates(slot, "Marie Curie died in 1944.", evidence,
+                                                  "Marie Curie")]
+    assert values == ["1944", "1934", "not stated"]  # the date's year once; not the birth year
+    # a passage that never names the subject offers nothing
+    assert about_subject([Passage(text="Someone died in 1934.")], "Marie Curie") == []
+    orders = option_orders(collect_candidates(slot, "Marie Curie died in 1944.", evidence,
+                                              "Marie Curie"))
+    assert [c.value for c in orders[1]] == ["1934", "1944", "not stated"]
+
+
+def test_a_swap_changes_its_span_and_the_article_before_it_and_nothing_else():
+    assert swap("He was an actor in Rome.", "actor", "painter") == "He was a painter in Rome."
+    assert swap("born in Kraków, in Kraków", "Kraków", "Warsaw") is None  # not one place
+    assert only_span_changed("He was an actor.", "He was a painter.", "actor", "painter")
+    assert not only_span_changed("He was an actor in 1900.", "He was a painter in 1901.",
+                                 "actor", "painter")
