@@ -143,3 +143,16 @@ class CountingRetriever:
 def entity(name: str, characteristic: str = "") -> dict[str, str]:
     """A scripted firewall descriptor (QueryEntity / AnswerEntity / EvidenceEntity outputs)."""
     return {"name": name, "characteristic": characteristic}
+
+
+def reader(truth: set[str]) -> Handler:
+    """A `ChooseValue` handler that reads like a careful model: the option whose value is one of
+    `truth`, else "not stated" (options show evidence values as `V (the evidence: "...")`)."""
+    def choose(inputs: dict[str, Any]) -> dict[str, Any]:
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in str(inputs["options"]).splitlines() if line[1:3] == ") "]
+        for letter, value in options:
+            if value in truth:
+                return {"choice": letter}
+        return {"choice": next(letter for letter, value in options if value == "not stated")}
+    return choose

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from conftest import EXAMPLES
-from scripted import entity, scripted_lm
+from scripted import entity, reader, scripted_lm
 
 from serc_dspy.cli import main
 from serc_dspy.trace import Trace
@@ -33,6 +33,8 @@ def _handlers():
             for f in i["erroneous_facts"]]},
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},
+        "ChooseValue": reader({"Warsaw", "1867", "Sorbonne", "Paris"}),
+        "ChooseSentence": lambda i: {"sentence": 0, "stance": "not stated"},
         "ResearchQuestions": lambda i: {"queries": ["Marie Curie birthplace"]},
         "CheckAgreement": lambda i: {"reasoning": "ok", "agreement": "AGREE"},
     }
@@ -61,7 +63,7 @@ def test_a_fallback_run_warns_that_the_answer_is_unchanged(monkeypatch, capsys):
                          "JudgeFact": lambda i: {"verdict": "NOT_FOUND"}})
     monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     code = main(["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
-                 "--rule=-agree.not_found"])
+                 "--rule=-agree.not_found", "--verdicts", "fact"])
     captured = capsys.readouterr()
     assert code == 0 and captured.out.strip() == DRAFT
     assert "returned unchanged (status fallback)" in captured.err
@@ -140,7 +142,8 @@ def test_stage_lm_gives_the_verifier_its_own_lm_and_usage_is_split(monkeypatch, 
     assert models["local/verifier"]["calls"] == len(verify_engine.calls) > 0
     assert models["local/generator"]["calls"] == len(main_engine.calls) > 0
     assert {c["signature"] for c in verify_engine.calls} <= {
-        "VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact", "QuoteAndJudge"}
+        "VerificationQuery", "EvidenceSummary", "JudgeFacts", "JudgeFact", "QuoteAndJudge",
+        "ChooseValue", "ChooseSentence"}
 
 
 def test_unknown_stage_is_a_usage_error(monkeypatch, capsys):

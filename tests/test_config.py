@@ -7,7 +7,7 @@ import time
 
 import pytest
 from conftest import EXAMPLES, SHARED_DATA
-from scripted import entity, scripted_lm
+from scripted import entity, reader, scripted_lm
 
 from serc_dspy.cli import build_parser, main
 from serc_dspy.config import (
@@ -59,6 +59,8 @@ def _handlers(sleep: float = 0.0):
         "CorrectFacts": lambda i: {"corrections": []},
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},
+        "ChooseValue": reader({"Warsaw", "1867", "Sorbonne", "Paris"}),
+        "ChooseSentence": lambda i: {"sentence": 0, "stance": "not stated"},
     }
 
 

@@ -69,6 +69,32 @@ def test_serc_decodes_a_draft_with_the_embedded_model(lm):
     assert Trace.from_json(trace.to_json()) == trace
 
 
+def test_choice_check_nodes_run_under_the_engines_grammar(lm):
+    """`verdicts="choose"` with the real model: every choice the engine decodes is one of the
+    offered letters (the `Literal` output, grammar-constrained), both orders are asked, and
+    the only edits are slot swaps of the draft's own sentences."""
+    program = SERC(retriever=LocalCorpus(EXAMPLES / "corpus"), max_workers=2,
+                   verdicts="choose", evidence="passages", queries="facts", top_k=2,
+                   context_chars=1600, firewall=False)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = program(question=QUESTION, draft=DRAFT)
+    trace = prediction.trace
+    degraded_only_by_truncation(trace)
+    asked = [s for f in trace.facts for s in f.slots if s.choices and s.kind != "sentence"]
+    assert trace.usage.steps["choice"].calls >= 2 and asked
+    for slot in asked:
+        values = {c.value for c in slot.candidates}
+        assert len(slot.choices) in (2, 4) and all(c is None or c in values for c in slot.choices)
+    swaps = {(r.before, r.after) for r in trace.rulings if r.rule == "choose.swap"}
+    expected = DRAFT
+    for s in trace.sentences:
+        if not s.kept_verbatim:
+            assert trace.ruled("rewrite.in_place", f"s{s.index}")
+    for old, new in swaps:
+        expected = expected.replace(old, new, 1)
+    assert prediction.answer == expected  # nothing but the swaps changed
+
+
 def test_cli_correct_prints_the_json_document(lm, tmp_path, capsys, monkeypatch):
     draft = tmp_path / "draft.txt"
     draft.write_text(DRAFT, encoding="utf-8")

@@ -546,7 +546,7 @@ def test_the_verifier_flag_makes_the_classifier_one_of_two_signals(models, tmp_p
     draft = tmp_path / "draft.txt"
     draft.write_text(kraków)
     code = main(["correct", "--question", "Tell me a bio of Marie Curie.", "--draft", str(draft),
-                 "--corpus", str(EXAMPLES / "corpus"), "--json", "--quiet",
+                 "--corpus", str(EXAMPLES / "corpus"), "--json", "--quiet", "--verdicts", "fact",
                  "--verifier", f"nli={_always(models, tmp_path, label)}"])
     payload = json.loads(capsys.readouterr().out)
     assert code == 0

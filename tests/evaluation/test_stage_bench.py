@@ -123,14 +123,19 @@ def test_verdicts_on_unseen_pairs_with_the_agreement_path(tmp_path, monkeypatch,
 def test_the_verdict_paths_share_their_calls_and_a_rerun_resumes_from_the_saved_votes(
         tmp_path, monkeypatch, capsys):
     lm, engine = scripted_lm({"QuoteAndJudge": lambda i: {"quote": "", "verdict": "NOT_FOUND"},
-                              "JudgeFact": lambda i: {"verdict": "SUPPORTED"}})
+                              "JudgeFact": lambda i: {"verdict": "SUPPORTED"},
+                              "ChooseValue": lambda i: {"choice": "A"},
+                              "ChooseSentence": lambda i: {"sentence": 0,
+                                                           "stance": "not stated"}})
     monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     argv = ["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "6", "--json",
             "--out", str(tmp_path), "--lm", "openai=http://x/v1|m"]
     assert main(argv) == 0
     first = json.loads(capsys.readouterr().out)["stages"]
     # every path scored on the same 6 pairs, each pair asked once per predictor
-    assert set(first) == {"verify", "verify_cited", "verify_agree"}
+    assert set(first) == {"verify", "verify_cited", "verify_agree", "choose"}
+    # the choice never contradicts here (the orders disagree, or "not stated"): NOT_FOUND
+    assert first["choose"]["score"] == pytest.approx(100 / 3, abs=0.01)
     assert len(engine.of("JudgeFact")) == 6 and len(engine.of("QuoteAndJudge")) == 6
     assert first["verify"]["score"] == pytest.approx(100 / 3, abs=0.01)  # the 2 supported
     assert first["verify_agree"]["score"] == pytest.approx(100 / 3, abs=0.01)  # the 2 unfound

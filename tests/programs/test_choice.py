@@ -62,17 +62,22 @@ def reads_evidence(inputs):
     return {"choice": next(letter for letter, value in options if value == "not stated")}
 
 
-def _decode(choose=reads_evidence, sentence=None, **options):
-    extra = {"AtomicFacts": lambda i: {"facts": FACTS.get(i["sentence"], [i["sentence"]])},
+def decode(draft, facts, corpus=CORPUS, choose=reads_evidence, sentence=None, **options):
+    """A scripted run of `verdicts="choose"`: each draft sentence's facts from `facts`."""
+    extra = {"AtomicFacts": lambda i: {"facts": facts.get(i["sentence"], [i["sentence"]])},
              "ChooseValue": choose}
     if sentence is not None:
         extra["ChooseSentence"] = sentence
     lm, engine = scripted_lm(handlers(**extra))
-    program = SERC(retriever=CORPUS, top_k=3, verdicts="choose", evidence="passages",
+    program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", firewall=False, **options)
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        result = program(question=QUESTION, draft=DRAFT)
+        result = program(question=QUESTION, draft=draft)
     return result, engine
+
+
+def _decode(choose=reads_evidence, sentence=None, **options):
+    return decode(DRAFT, FACTS, choose=choose, sentence=sentence, **options)
 
 
 def test_three_planted_errors_are_swapped_back_in_place_with_no_rewrite():

@@ -2,6 +2,7 @@
 rulings that survive a round trip and reach the view."""
 
 import test_agree
+import test_choose
 import test_draft
 import test_fixes
 import test_guards
@@ -17,7 +18,7 @@ from serc_dspy.rules import RULES, RuleSet, UnknownRule, language_of, parse_swit
 from serc_dspy.view import render_trace
 
 MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
-           test_agree]
+           test_agree, test_choose]
 
 
 def test_every_rule_has_an_id_a_statement_a_reason_and_tests_both_ways():

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.slots import (
@@ -33,7 +34,7 @@ from serc_dspy.rules.slots import (
 from serc_dspy.rules.words import content_stems
 from serc_dspy.signatures import ChooseSentence, ChooseValue
 from serc_dspy.steps import Run, StepSpec
-from serc_dspy.trace import Candidate, Check, Fact, Passage, Slot, Witness
+from serc_dspy.trace import Candidate, Check, Fact, Passage, Sentence, Slot, Trace, Witness
 
 LETTERS = "ABCDEF"
 MAX_SENTENCES = 6
@@ -89,9 +90,6 @@ class SlotChooser(Stage):
     def forward(self, subject: str, claim: str, passages: list[Passage | str]
                 ) -> dspy.Prediction:
         """One claim judged by choice against `passages` (its own sentence is the claim)."""
-        from serc_dspy.programs.base import format_passages
-        from serc_dspy.trace import Sentence, Trace
-
         found = [p if isinstance(p, Passage) else Passage(text=str(p)) for p in passages]
         trace = Trace(method="choice", subject=subject, received=claim)
         trace.sentences = [Sentence(index=0, text=claim)]

@@ -1,0 +1,77 @@
+"""`rules.slots`: the `choose.` rules of check nodes that choose from the evidence, each shown
+firing and staying quiet (the scenarios are `tests/programs/test_choice.py`'s)."""
+
+import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
+from test_choice import CORPUS, DRAFT, FACTS, READS, _decode, decode, reads_evidence
+
+from serc_dspy import LocalCorpus
+
+FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
+         "choose.settle", "choose.propagate"}
+QUIET = set(FIRES)
+
+RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
+         "anaemia.")
+RIGHT_FACTS = {"Marie Curie won the Nobel Prize in Physics in 1903.":
+               ["Marie Curie won the Nobel Prize in Physics in 1903."],
+               "She died in 1934 of aplastic anaemia.":
+               ["Marie Curie died in 1934 of aplastic anaemia."]}
+READS.update({"Marie Curie won the Nobel Prize in Physics in ___.": "1903"})
+
+
+def test_a_right_draft_is_supported_by_choice_or_uncontested_and_left_alone():
+    result, engine = decode(RIGHT, RIGHT_FACTS)
+    trace = result.trace
+    assert result.answer == RIGHT
+    assert trace.ruled("choose.supported", "f0.0")     # 1911 and Chemistry were offered
+    assert trace.ruled("choose.uncontested", "f1.0")   # the passage offers no other year
+    assert not trace.ruled("choose.swap") and not trace.ruled("choose.unverified")
+    assert not trace.ruled("choose.uncontested", "f0.0")
+    # switched off, an uncontested slot is not supported without a choice: unverified
+    off, _ = decode(RIGHT, RIGHT_FACTS, rules={"choose.uncontested": False})
+    assert not off.trace.ruled("choose.uncontested") and off.trace.ruled("choose.unverified",
+                                                                         "f1.0")
+    assert off.answer == RIGHT
+
+
+def test_a_value_chosen_twice_is_swapped_in_and_a_disagreement_is_not():
+    result, _ = _decode()
+    assert result.trace.ruled("choose.swap", "f2.0")
+    biased, _ = _decode(choose=lambda i: {"choice": "A"})
+    assert not biased.trace.ruled("choose.swap") and biased.trace.ruled("choose.unverified")
+    off, _ = _decode(rules={"choose.swap": False})
+    assert not off.trace.ruled("choose.swap") and off.answer == DRAFT
+
+
+def test_two_contradicted_slots_are_settled_by_the_rest_of_the_sentence():
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie won the Nobel Prize in Physics in "
+                                              "1903. She shared it with Pierre Curie.",
+                                     "b.txt": "In 1911 Marie Curie won the Nobel Prize in "
+                                              "Chemistry alone."})
+    draft = "She won the Nobel Prize in Chemistry in 1903 with Pierre Curie."
+    facts = {draft: ["Marie Curie won the Nobel Prize in Chemistry in 1903."]}
+
+    def both_wrong(inputs):  # each blank alone is filled to make the claim true
+        want = "1911" if "Chemistry" in inputs["claim"] else "Physics"
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next(letter for letter, value in options if value == want)}
+
+    result, _ = decode(draft, facts, corpus=corpus, choose=both_wrong)
+    assert result.trace.ruled("choose.settle", "f0.0")
+    assert result.answer == "She won the Nobel Prize in Physics in 1903 with Pierre Curie."
+    off, _ = decode(draft, facts, corpus=corpus, choose=both_wrong,
+                    rules={"choose.settle": False})
+    assert not off.trace.ruled("choose.settle") and off.answer == draft
+
+
+def test_a_swap_propagates_only_while_the_rule_is_on():
+    facts = dict(FACTS)
+    facts["Marie Curie was born on 7 November 1867 in Kraków."] = [
+        "Marie Curie was born on 7 November 1867 in Kraków.", "Marie Curie is from Kraków."]
+    on, _ = decode(DRAFT, facts)
+    assert on.trace.ruled("choose.propagate", "f0.1")
+    off, _ = decode(DRAFT, facts, rules={"choose.propagate": False})
+    assert not off.trace.ruled("choose.propagate")
+    assert off.trace.fact("f0.1").status == "unverified"
+    assert reads_evidence and CORPUS  # the shared scenario
