@@ -120,6 +120,20 @@ def _hash(answer: str) -> str:
     return answer_hash(answer)
 
 
+MIN_JUDGE_AGREEMENT = 0.8
+"""A claim judge scores only where its measured agreement with the hand labels is at least
+this (the project's protocol); below it, or unmeasured, a claim the word paths cannot decide is
+undecided: counted, and left out of the rates."""
+
+
+def judge_trusted(agreement: Mapping[str, Any] | None) -> bool:
+    """Whether the measured judge may score claims: its agreement's point estimate is at least
+    `MIN_JUDGE_AGREEMENT` and it failed on none of the labelled claims."""
+    judged = (agreement or {}).get("judge") or {}
+    value = judged.get("agreement")
+    return value is not None and value >= MIN_JUDGE_AGREEMENT and not judged.get("failed")
+
+
 def measure_judge(out: Path, labels_path: Path, judge_lm: Any) -> dict[str, Any] | None:
     """The claim judge against the hand labels, cached per judge LM and labels file."""
     if not labels_path.is_file():
@@ -194,6 +208,18 @@ def run_factcheck(
     report: dict[str, Any] = {"methods": {}, "evidence": evidence, "items": numbers,
                               "split": split_of_items(numbers), "excluded_as_trained": excluded,
                               "without_passages": bare}
+    labels_path = Path(labels) if labels else None
+    if labels_path is not None:
+        if progress:
+            print(f"[serc] measuring the claim judge on the hand labels ({labels_path.name}; "
+                  "cached once measured)", file=sys.stderr, flush=True)
+        report["judge_agreement"] = measure_judge(out, labels_path,
+                                                  judge_lm if judge_lm is not None else lm)
+    report["judge_used"] = judge_trusted(report.get("judge_agreement"))
+    if not report["judge_used"] and progress:
+        print(f"[serc] the claim judge's agreement with the hand labels is under "
+              f"{MIN_JUDGE_AGREEMENT} (or unmeasured): claims the word paths cannot decide are "
+              "reported as undecided and left out of the rates", file=sys.stderr, flush=True)
     with dspy.context(adapter=StrictJSONAdapter()):
         for path in sorted(out.glob(f"*{suffix}.jsonl")):
             method = path.name[: -len(f"{suffix}.jsonl")]
@@ -202,17 +228,11 @@ def run_factcheck(
             if progress:
                 print(f"[serc] scoring {path.name} against the human labels", file=sys.stderr,
                       flush=True)
-            scores = [s for s in score_run(path, by_id, judge)]
+            scores = [s for s in score_run(path, by_id,
+                                           judge if report["judge_used"] else None)]
             report["methods"][method] = summarize_factcheck(scores)
     report["judge_calls"] = judge.calls
     report["ablation"] = ablation(out, "factcheck")
-    labels_path = Path(labels) if labels else None
-    if labels_path is not None:
-        if progress:
-            print(f"[serc] measuring the claim judge on the hand labels ({labels_path.name}; "
-                  "cached once measured)", file=sys.stderr, flush=True)
-        report["judge_agreement"] = measure_judge(out, labels_path,
-                                                  judge_lm if judge_lm is not None else lm)
     write_json(out / f"factcheck{suffix}.json", report)
     (out / f"factcheck{suffix}.md").write_text(factcheck_table(report), encoding="utf-8")
     return report
@@ -243,7 +263,7 @@ def factcheck_table(report: Mapping[str, Any]) -> str:
         parts = ", ".join(f"{p} {v:.0%}" for p, v in shares.items() if v is not None)
         unscored = report["methods"][method].get("unscored_claims")
         notes.append(f"- {method}: claims scored by {parts}"
-                     + (f"; {unscored} unscored" if unscored else ""))
+                     + (f"; {unscored} undecided (left out of the rates)" if unscored else ""))
     agreement = report.get("judge_agreement")
     if agreement:
         j, w = agreement["judge"], agreement["words"]
@@ -252,7 +272,9 @@ def factcheck_table(report: Mapping[str, Any]) -> str:
                      f"{format_ci(j.get('agreement'), j.get('agreement_ci'))} agreement "
                      f"({j['n']} judged, {j['failed']} failed); the word paths: "
                      f"{format_ci(w.get('agreement'), w.get('agreement_ci'))} on the "
-                     f"{w['n']} they decide")
+                     f"{w['n']} they decide"
+                     + ("" if report.get("judge_used", True) else
+                        f"; under {MIN_JUDGE_AGREEMENT}, so the judge scored nothing"))
     excluded = report.get("excluded_as_trained") or []
     if excluded:
         notes.append(f"- excluded as trained on by the compiled state: {', '.join(excluded)}")

@@ -342,3 +342,37 @@ def test_an_ablation_decodes_again_only_the_answers_its_rule_fired_on(tmp_path, 
     assert "serc (firewall.placeholder off)" in err and "carried over" not in err
     off = read_jsonl(rerun / "serc~firewall.placeholder.jsonl")
     assert len(off) == 2 and not any("carried_from" in r for r in off)
+
+
+def test_a_judge_under_the_agreement_bar_scores_nothing_and_its_claims_are_undecided(
+        tmp_path, monkeypatch, capsys):
+    from serc_dspy.evaluation import factcheck_bench
+    from serc_dspy.evaluation.factcheck_bench import MIN_JUDGE_AGREEMENT, judge_trusted
+
+    assert judge_trusted({"judge": {"agreement": 0.85, "failed": 0}})
+    assert not judge_trusted({"judge": {"agreement": 0.327, "failed": 0}})
+    assert not judge_trusted({"judge": {"agreement": 0.9, "failed": 2}})
+    assert not judge_trusted(None) and MIN_JUDGE_AGREEMENT == 0.8
+
+    data = _data(tmp_path)
+    handlers = _handlers()
+    # a draft whose claim the words cannot decide: only a judge could score it
+    handlers["ClaimInAnswer"] = lambda i: {"verdict": "states"}
+    lm, engine = scripted_lm(handlers)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    for agreement, used in ((0.327, False), (0.9, True)):
+        monkeypatch.setattr(factcheck_bench, "measure_judge",
+                            lambda out, path, lm, a=agreement: {
+                                "judge": {"agreement": a, "agreement_ci": None, "n": 49,
+                                          "failed": 0},
+                                "words": {"agreement": 1.0, "agreement_ci": None, "n": 25},
+                                "labels": str(path), "judge_lm": "m"})
+        out = tmp_path / f"fc-{agreement}"
+        argv = ["bench", "factcheck", "--data", str(data), "--method", "serc", "--lm",
+                "openai=http://x/v1#m", "--out", str(out), "--quiet", "--json"]
+        assert main(argv) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["judge_used"] is used
+        if not used:
+            assert report["judge_calls"] == 0
+            assert "so the judge scored nothing" in (out / "factcheck.md").read_text()
