@@ -163,6 +163,31 @@ def _check_html(check: Check | None) -> str:
             f"<ol class='passages'>{passages or '<li><em>no passages</em></li>'}</ol></div>")
 
 
+def _slots_html(fact: Fact) -> str:
+    """`verdicts="choose"`: each slot, its options (where each was found), the choice in each
+    option order, and the ruling."""
+    if not fact.slots:
+        return ""
+    rows = []
+    for slot in fact.slots:
+        options = "; ".join(
+            esc(c.value) + (f" <small>(passage {c.passage + 1}, offset {c.offset})</small>"
+                            if c.passage is not None else f" <small>({esc(c.origin)})</small>")
+            for c in slot.candidates)
+        choices = ", ".join(esc(c) if c is not None else "<em>no reply</em>"
+                            for c in slot.choices) or "<em>not asked</em>"
+        rows.append(f'<tr class="slot ruling-{esc(slot.ruling)}"><td>{esc(slot.kind)}</td>'
+                    f"<td>{esc(slot.text)}</td><td>{options}</td><td>{choices}</td>"
+                    f"<td>{esc(slot.ruling)}"
+                    + (f" &rarr; {esc(slot.chosen)}" if slot.chosen else "")
+                    + (f"<br><small>{esc(slot.note)}</small>" if slot.note else "")
+                    + "</td></tr>")
+    return ("<table class='slots'><caption>slots: the choice among the evidence's values, "
+            "asked in two option orders</caption><thead><tr><th>kind</th><th>value</th>"
+            "<th>options</th><th>chosen (each order)</th><th>ruling</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
 def _fact_html(trace: Trace, fact: Fact) -> str:
     checks = {c.id: c for c in trace.checks}
     corrections = [c for c in trace.corrections if c.fact == fact.id]
@@ -176,6 +201,7 @@ def _fact_html(trace: Trace, fact: Fact) -> str:
     if fact.votes:
         quote += ("<p><b>signals</b> (two must say CONTRADICTED before it changes): "
                   + ", ".join(f"{esc(k)} {esc(v)}" for k, v in fact.votes.items()) + "</p>")
+    quote += _slots_html(fact)
     text = (f"<s>{esc(fact.text)}</s>" if fact.status == "pruned" else esc(fact.text))
     return (f'<div class="fact status-{esc(fact.status)}" data-node="{esc(fact.id)}">'
             f"<h4>fact {esc(fact.id)}: {text}</h4>"

@@ -231,3 +231,21 @@ def test_html_report_renders_two_result_files_with_a_view_per_item(tmp_path):
     for view in views:
         assert (report.parent / view).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert "failed: LM unreachable" in page
+
+
+def test_a_choice_check_shows_each_slots_options_choices_and_ruling():
+    from serc_dspy.trace import Candidate, Slot
+
+    trace = fixture_trace()
+    fact = trace.fact("f0.0")
+    fact.slots = [Slot(kind="name", text="Kraków", candidates=[
+        Candidate(value="Kraków", origin="fact"),
+        Candidate(value="Warsaw", passage=0, offset=12, context="born in Warsaw"),
+        Candidate(value="not stated", origin="none")],
+        choices=["Warsaw", "Warsaw"], ruling="contradicted", chosen="Warsaw"),
+        Slot(kind="year", text="<b>1867</b>", choices=[None, "1867"], note="the orders disagree")]
+    page = render_trace(trace)
+    assert 'class="slot ruling-contradicted"' in page
+    assert "Warsaw <small>(passage 1, offset 12)</small>" in page
+    assert "Warsaw, Warsaw" in page and "contradicted &rarr; Warsaw" in page
+    assert "<em>no reply</em>, 1867" in page and "&lt;b&gt;1867&lt;/b&gt;" in page
