@@ -271,6 +271,8 @@ def _register_halueval(kinds) -> None:
                     "a control run hands in the right answer, which must stay right.")
     p.add_argument("--data", required=True, help="HaluEval QA JSONL")
     p.add_argument("--limit", type=positive, default=20, help="items (default 20)")
+    p.add_argument("--offset", type=non_negative, default=0,
+                   help="skip the first N items (those a method was tuned on)")
     p.add_argument("--method", default="serc", help="a registered method (default serc)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -287,7 +289,8 @@ def halueval_command(args) -> int:
     options = _options(args)
     settings = config.method_options(options)
     summary = run_halueval(args.data, args.out, method=args.method, limit=args.limit,
-                           lm=config.build_lm(options), progress=not options.quiet, **settings)
+                           offset=args.offset, lm=config.build_lm(options),
+                           progress=not options.quiet, **settings)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -300,6 +303,12 @@ def halueval_command(args) -> int:
               f"start); control break rate {format_ci(c['break_rate'], c['break_rate_ci'])} on "
               f"{c['scored']} ({c['failed']} failed); {_f(h['calls_per_item'], '.1f')} calls and "
               f"{_f(h['tokens_per_item'], '.0f')} tokens per item")
+        for kind in sorted(set(h["by_type"]) | set(c["by_type"])):
+            fixed, broken = h["by_type"].get(kind, {}), c["by_type"].get(kind, {})
+            print(f"  {kind}: fixed {format_ci(fixed.get('fix_rate'), fixed.get('fix_rate_ci'))}"
+                  f" of {fixed.get('n', 0)}; broken "
+                  f"{format_ci(broken.get('break_rate'), broken.get('break_rate_ci'))} of "
+                  f"{broken.get('n', 0)}")
     return 1 if summary["hallucinated"]["failed"] or summary["control"]["failed"] else 0
 
 

@@ -34,6 +34,7 @@ from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.registry import get_method
 from serc_dspy.retrieval.knowledge import KnowledgeSource
+from serc_dspy.rules.slots import question_kind
 from serc_dspy.text import normalise
 
 WATERFALL_NAME = "waterfall.png"
@@ -297,8 +298,10 @@ def write_waterfall(by_k: Mapping[int, Mapping[str, NoiseSummary]],
 
 
 # -- HaluEval QA ----------------------------------------------------------------------------------
-def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
-    """HaluEval QA rows `{knowledge, question, right_answer, hallucinated_answer}`."""
+def load_halueval(path: str | os.PathLike[str], limit: int | None = None,
+                  offset: int = 0) -> list[dict[str, Any]]:
+    """HaluEval QA rows `{knowledge, question, right_answer, hallucinated_answer}`, the first
+    `offset` left out (a report split past the items a method was tuned on)."""
     rows = read_jsonl(path, what="HaluEval data file")
     if not rows:
         raise UserError(f"{path} holds no HaluEval rows (JSON lines)")
@@ -309,6 +312,7 @@ def load_halueval(path: str | os.PathLike[str], limit: int | None = None) -> lis
         if missing:
             raise UserError(f"{path}: row {number} lacks {', '.join(missing)}")
         keep.append({**row, "id": f"halueval-{number}"})
+    keep = keep[offset:]
     return keep[:limit] if limit is not None else keep
 
 
@@ -329,14 +333,15 @@ def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[
 
 def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                  method: str, limit: int | None, lm: Any = None, progress: bool = True,
-                 **method_options: Any) -> dict[str, Any]:
+                 offset: int = 0, **method_options: Any) -> dict[str, Any]:
     """Decode each hallucinated answer against the item's own knowledge (fix rate), and the
-    right answer as a control draft (break rate: a right answer that stops being right)."""
-    rows = load_halueval(data, limit)
+    right answer as a control draft (break rate: a right answer that stops being right); each
+    rate also by question type (`rules.slots.question_kind`), so a weak type is visible."""
+    rows = load_halueval(data, limit, offset)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     knowledge = {r["id"]: r["knowledge"] for r in rows}
-    summary: dict[str, Any] = {"method": method, "items": len(rows)}
+    summary: dict[str, Any] = {"method": method, "items": len(rows), "offset": offset}
     for run, field in (("hallucinated", "hallucinated_answer"), ("control", "right_answer")):
         items = [Item(id=r["id"], question=r["question"], topic=r["id"], draft=r[field])
                  for r in rows]
@@ -345,9 +350,11 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                        dataset=f"halueval-{run}", retriever=_NamedRetriever("item-knowledge"),
                        retriever_for=lambda item: _corpus_retriever(knowledge[item.id],
                                                                     item.id),
-                       meta={"data": str(data), "limit": limit}, **method_options)
+                       meta={"data": str(data), "limit": limit, "offset": offset},
+                       **method_options)
         by_id = {r["id"]: r for r in rows}
         outcomes, colds, failed, calls, tokens = [], [], 0, 0, 0
+        types: list[str] = []
         for record in read_results(path):
             row = by_id.get(str(record.get("id")))
             if row is None:
@@ -357,6 +364,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 continue
             outcomes.append(halueval_outcome(record.get("answer"), row["right_answer"],
                                              row["hallucinated_answer"]))
+            types.append(question_kind(row["question"]))
             colds.append(bool((record.get("trace") or {}).get("cold_start")))
             usage = ((record.get("trace") or {}).get("usage") or {}).get("total") or {}
             calls += usage.get("calls", 0)
@@ -372,6 +380,10 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 "cold_start_rate": [(float(c), 1.0) for c in colds]}),
             "calls_per_item": calls / n if n else None,
             "tokens_per_item": tokens / n if n else None,
+            "by_type": {kind: {"n": types.count(kind), **with_intervals({main: [
+                (float(o["fixed"] if run == "hallucinated" else not o["right"]), 1.0)
+                for o, t in zip(outcomes, types, strict=True) if t == kind]})}
+                for kind in sorted(set(types))},
         }
     write_json(out / f"halueval-{method}.json", summary)
     return summary

@@ -228,3 +228,66 @@ def test_a_swap_changes_its_span_and_the_article_before_it_and_nothing_else():
     assert only_span_changed("He was an actor.", "He was a painter.", "actor", "painter")
     assert not only_span_changed("He was an actor in 1900.", "He was a painter in 1901.",
                                  "actor", "painter")
+
+
+# -- short answers ------------------------------------------------------------------------------
+SHORT_CORPUS = LocalCorpus.from_texts({
+    "a.txt": "Arthur's Magazine (1844-1846) was an American literary periodical published in "
+             "Philadelphia. First for Women is a woman's magazine first published in 1989.",
+    "b.txt": "Maria Skłodowska, later Marie Curie, was born in Warsaw on 7 November 1867.",
+})
+
+
+def short(question, draft, choose, **options):
+    lm, engine = scripted_lm(handlers(ChooseValue=choose))
+    program = SERC(retriever=SHORT_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", **options)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=question, draft=draft), engine
+
+
+def pick(value):
+    def choose(inputs):
+        for letter, shown_value in _options(inputs["options"]):
+            if shown_value == value:
+                return {"choice": letter}
+        return {"choice": next(letter for letter, v in _options(inputs["options"])
+                               if v == "not stated")}
+    return choose
+
+
+def test_a_wrong_short_answer_becomes_the_evidence_value_in_the_drafts_own_form():
+    question = "Which magazine was started first Arthur's Magazine or First for Women?"
+    result, engine = short(question, "First for Women was started first.",
+                           pick("Arthur's Magazine"))
+    assert result.answer == "Arthur's Magazine was started first."
+    asked = engine.of("ChooseValue")
+    assert len(asked) == 2 and "Answer: ___ was started first." in asked[0]["inputs"]["claim"]
+    assert {v for _, v in _options(asked[0]["inputs"]["options"])} == {
+        "First for Women", "Arthur's Magazine", "not stated"}
+    # a right short answer chosen in both orders is kept, word for word
+    kept, _ = short(question, "Arthur's Magazine", pick("Arthur's Magazine"))
+    assert kept.answer == "Arthur's Magazine" and kept.trace.fact("f0.0").verdict == \
+        "SUPPORTED"
+
+
+def test_every_part_of_a_multi_part_short_draft_is_its_own_slot_and_every_fix_is_printed():
+    question = "Where and when was Marie Curie born?"
+    truth = {"Where and when was Marie Curie born? Answer: ___.": None}
+
+    def reads(inputs):
+        value = "Warsaw" if "Warsaw" in inputs["options"] and "Kraków" in inputs["options"] \
+            else "1867"
+        truth[inputs["claim"]] = value
+        return pick(value)(inputs)
+
+    result, _ = short(question, "Kraków. Born 1868.", reads)
+    assert result.answer == "Warsaw. Born 1867."
+    corrected = [f for f in result.trace.facts if f.status == "corrected"]
+    assert len(corrected) == 2  # the summary's count is what the answer carries
+
+
+def test_a_yes_no_short_answer_has_nothing_to_choose_and_is_kept():
+    result, engine = short("Was Marie Curie born in Warsaw?", "No.", pick("Warsaw"))
+    assert result.answer == "No." and not engine.of("ChooseValue")
+    assert result.trace.ruled("choose.unverified", "f0.0")

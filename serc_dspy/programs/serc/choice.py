@@ -24,11 +24,14 @@ from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
     about_subject,
+    answer_candidates,
+    answer_slots,
     blank_in,
     collect_candidates,
     find_slots,
     focus,
     preceding_word,
+    question_kind,
     stated,
 )
 from serc_dspy.rules.words import content_stems
@@ -107,6 +110,9 @@ class SlotChooser(Stage):
         one by one: their calls share the node's evidence, a prefix the engine caches."""
         passages = check.passages or [Passage(text=check.evidence)]
         asked: dict[tuple[str, str], list[str | None]] = {}
+        if run.trace.short_draft:
+            await self.judge_short(run, passages, facts, asked)
+            return
         for fact in facts:
             # the subject's name, else (no firewall: the subject is the question) the name
             # the fact opens with
@@ -127,18 +133,53 @@ class SlotChooser(Stage):
             else:
                 await self.choose_sentence(run, check, fact, evidence, name)
 
+    async def judge_short(self, run: Run, passages: list[Passage], facts: list[Fact],
+                          asked: dict[tuple[str, str], list[str | None]]) -> None:
+        """A short caller draft: each part (draft sentence) is one slot, the value of the
+        question's kind (`answer_slots`), its options the evidence's values of that kind, or
+        the two a comparison question names (`answer_candidates`). A yes/no answer, or a part
+        with no slot, is left unverified: the evidence offers nothing to choose."""
+        question = run.trace.question
+        evidence = about_subject(passages, "")
+        for fact in facts:
+            sentence = run.trace.sentences[fact.sentence].text
+            slots = answer_slots(question, sentence)
+            if not slots:
+                fact.verdict, fact.status = "NOT_FOUND", "unverified"
+                run.rule("choose.unverified", fact.id, after="unverified",
+                         detail=f"a {question_kind(question)} answer with no value to choose")
+                continue
+            shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
+            for slot in slots:
+                candidates = answer_candidates(question, slot, evidence)
+                listed = {(s.passage, s.offset) for s in shown_sentences}
+                extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
+                    c.passage == s.passage and s.offset <= (c.offset or 0) <
+                    s.offset + len(s.text) for c in candidates)]
+                text = "\n".join(s.text for s in sorted(
+                    shown_sentences + extra, key=lambda s: (s.passage, s.offset)))
+                claim = f"{question.strip()} Answer: {blank_in(sentence, slot.text)}"
+                await self.choose_value(run, fact, slot, [], text, evidence, "", sentence,
+                                        asked, claim=claim, candidates=candidates)
+            fact.slots = slots
+            self.decide(run, fact)
+
     async def choose_value(self, run: Run, fact: Fact, slot: Slot,
                            about: list[EvidenceSentence], text: str,
                            evidence: list[EvidenceSentence], name: str, sentence: str,
-                           asked: dict[tuple[str, str], list[str | None]]) -> None:
+                           asked: dict[tuple[str, str], list[str | None]], *,
+                           claim: str | None = None,
+                           candidates: list[Candidate] | None = None) -> None:
         """One slot: its candidates from the sentences about the fact (`about`, shown as
         `text`), and the choice in both orders (no call when they offer no rival value:
         `choose.uncontested`). The blank is shown in the fact, a short claim (a whole
         sentence of several clauses confused the model); the same blank and options asked
         for two facts are asked once."""
-        claim = blank_in(fact.text, slot.text) or blank_in(sentence, slot.text) or fact.text
+        claim = claim or blank_in(fact.text, slot.text) or blank_in(sentence, slot.text) or \
+            fact.text
         frame = preceding_word(sentence, sentence.find(slot.text))
-        slot.candidates = collect_candidates(slot, fact.text, about, name, frame)
+        slot.candidates = candidates if candidates is not None else \
+            collect_candidates(slot, fact.text, about, name, frame)
         own_stated = stated(slot, evidence)
         if not any(c.origin == "evidence" for c in slot.candidates):
             slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \

@@ -10,6 +10,7 @@ import dspy
 
 from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_sentence
 from serc_dspy.rules.agree import mentioned
+from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
 from serc_dspy.rules.slots import swap
 from serc_dspy.signatures import CorrectFacts, FactFix
@@ -71,6 +72,10 @@ class Corrector(Stage):
                  and f.witness is not None and any(s.ruling == "contradicted" for s in f.slots)]
         for fact in roots:
             fixed = swap(fact.text, fact.witness.old, fact.witness.new)
+            if fixed is None and run.trace.short_draft:  # the claim quotes the question too
+                part = swap(run.trace.sentences[fact.sentence].text, fact.witness.old,
+                            fact.witness.new)
+                fixed = answer_claim(run.trace.question, part) if part else None
             if fixed is None:
                 continue  # not placeable: the corrector's LM path, behind its guards
             fact.correction, fact.status = fixed, "corrected"

@@ -138,8 +138,9 @@ class Reconstructor(Stage):
         pairs: list[tuple[str, str]] = []
         for fact in changed:
             witness = fact.witness
-            if fact.status != "corrected" or witness is None or not fact.slots or \
-                    fact.correction != swap(fact.text, witness.old or "", witness.new or ""):
+            if fact.status != "corrected" or witness is None or not witness.old or \
+                    not any(s.text == witness.old and s.chosen == witness.new
+                            for s in fact.slots):
                 return None
             if (witness.old, witness.new) not in pairs:
                 pairs.append((witness.old, witness.new))
@@ -166,20 +167,26 @@ class Reconstructor(Stage):
                      after=placed, detail="the changes made in place in the draft's sentence")
         return placed
 
-    def short_answer(self, run: Run) -> str:
-        """A short caller draft's answer: the draft, unless the evidence corrected its claim
-        (then the rewritten claim, which needs no polish)."""
+    def short_answer(self, run: Run, layout: Layout) -> str:
+        """A short caller draft's answer: the draft with every part the evidence corrected
+        changed ("Warsaw. Born 1868." corrects each part, not only the first), each other part
+        as the caller wrote it (a part nothing confirmed is never removed); no polish."""
         trace = run.trace
-        claim = trace.facts[0] if trace.facts else None
-        if claim is None or claim.status != "corrected" or not trace.reconstructed.strip():
-            if claim is not None and claim.status == "pruned":
+        corrected = {f.sentence for f in trace.facts if f.status == "corrected"}
+        if not corrected:
+            if any(f.status == "pruned" for f in trace.facts):
                 trace.status = "fallback"  # nothing confirmed it, and nothing replaces it
                 run.log("polish", "no evidence confirms the short draft; returned it unchanged",
                         "fallback")
             return trace.received
-        run.log("polish", f"the short draft was corrected from the evidence: "
-                f"{claim.text!r} -> {claim.correction!r}")
-        return trace.reconstructed
+        parts = [s.rewritten if s.index in corrected and not s.kept_verbatim and s.rewritten
+                 else s.text for s in trace.sentences]
+        answer = layout.rebuild(parts).strip()
+        for fact in trace.facts:
+            if fact.status == "corrected":
+                run.log("polish", f"the short draft was corrected from the evidence: "
+                        f"{fact.text!r} -> {fact.correction!r}")
+        return answer or trace.received
 
     async def polish(self, run: Run, layout: Layout) -> str:
         """The rebuilt sentences, put back in the draft's layout -> the answer, smoothed at
@@ -191,7 +198,7 @@ class Reconstructor(Stage):
         parts = [s.text if s.kept_verbatim else (s.rewritten or "") for s in trace.sentences]
         trace.reconstructed = layout.rebuild(parts).strip()
         if trace.short_draft:
-            return self.short_answer(run)
+            return self.short_answer(run, layout)
         if text_size(trace.reconstructed) < SHORT_ANSWER_CHARS and run.on("decode.too_short"):
             trace.status = "fallback"  # the answer is R unchanged, not a correction of it
             run.rule("decode.too_short", "answer", before=trace.reconstructed,
