@@ -15,6 +15,7 @@ from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.config import add_run_options
 from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
 from serc_dspy.evaluation.protocol import record_command
+from serc_dspy.programs.registry import method_names
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -64,8 +65,9 @@ _COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.comman
 
 def _add_common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--method", default="serc",
-                         help="serc (default), serc_dense, serc_no_rag, serc_no_firewall, "
-                              "initial, cove, cove_rag, rarr, reex")
+                         help="a registered method: " + ", ".join(
+                             f"{name} (default)" if name == "serc" else name
+                             for name in method_names()))
     add_run_options(command, retrieval=True, method=True)
     command.add_argument("--json", action="store_true",
                          help="print {answer, initial_answer, trace, usage} as JSON")

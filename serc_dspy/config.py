@@ -58,6 +58,10 @@ class StageLMs(dict):
                                for stage, lm in self.items()) + "}"
 
 
+MAX_LM_TIMEOUT = 86_400.0
+"""A per-call timeout past a day is no bound (99999999999 made every call fail at once)."""
+
+
 class RunOptions(BaseModel):
     """The options of a run: the LM and its bounds, the retriever, the method's options.
 
@@ -75,7 +79,7 @@ class RunOptions(BaseModel):
     stage_lms: dict[str, str] = {}
     """Stage or predictor -> LM spec (`--stage-lm STAGE=SPEC`)."""
     lm_timeout: PositiveFloat | None = None
-    """Per-call timeout of a server LM, seconds (default 120)."""
+    """Per-call timeout of a server LM, seconds (default 120; at most `MAX_LM_TIMEOUT`)."""
     max_in_flight: PositiveInt | None = None
     """Server LMs: at most this many requests at once (each LM, stage LMs included)."""
     lm_rate: float | None = None
@@ -137,12 +141,24 @@ class RunOptions(BaseModel):
         from serc_dspy.backends.spec import run_defaults
 
         data = dict(data)
+        if isinstance(data.get("lm"), str) and not data["lm"].strip():
+            # `--lm "$LM"` with LM unset: never start the heavy default model in its place
+            raise UserError("--lm is empty (an unset variable?); name an LM, e.g. --lm "
+                            f"{DEFAULT_LM}")
         data["lm"] = (data.get("lm") or "").strip() or DEFAULT_LM
         defaults = run_defaults(data["lm"])
         for name in _DEFAULTED:
             if data.get(name) is None:
                 data[name] = defaults.get(name)  # the paper's `reconstruct` is SERC's own
         return data
+
+    @field_validator("lm_timeout")
+    @classmethod
+    def _timeout(cls, value: float | None) -> float | None:
+        if value is not None and value > MAX_LM_TIMEOUT:
+            raise UserError(f"--lm-timeout must be at most {MAX_LM_TIMEOUT:.0f} seconds (a "
+                            f"day), got {value:g}")
+        return value
 
     @field_validator("lm_rate", "search_rate")
     @classmethod

@@ -35,7 +35,9 @@ def _whole_number(name: str, low: int, high: int | None, meaning: str) -> int | 
     value = os.environ.get(name, "").strip()
     if not value:
         return None
-    if not value.isdigit() or int(value) < low or high is not None and int(value) > high:
+    ascii_digits = value.isascii() and value.isdigit()  # "²", "١٢" and "１２" are refused
+    if not ascii_digits or len(value) > 6 or int(value) < low or \
+            high is not None and int(value) > high:
         bound = f"of at least {low}" if high is None else f"from {low} to {high}"
         raise UserError(f"{name} must be a whole number {bound} ({meaning}), got {value!r}")
     return int(value)

@@ -216,6 +216,31 @@ class Usage(BaseModel):
         self.steps.setdefault(step, StepUsage()).add(usage)
         self.models.setdefault(model, StepUsage()).add(usage)
 
+    @property
+    def calls(self) -> int:
+        """`total.calls`: the repr's fields read as attributes too (`usage.calls`)."""
+        return self.total.calls
+
+    @property
+    def failed(self) -> int:
+        return self.total.failed
+
+    @property
+    def cached(self) -> int:
+        return self.total.cached
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.total.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.total.completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.total.total_tokens
+
     def __repr__(self) -> str:
         """One line; `.steps` and `.models` hold the breakdown."""
         t = self.total

@@ -1,0 +1,48 @@
+"""Small contracts a user meets first: an empty `--lm`, an unbounded timeout, thread counts in
+other scripts, the `--method` help, and a run's usage read as attributes."""
+
+import pytest
+
+from serc_dspy.cli import build_parser, main
+from serc_dspy.config import RunOptions
+from serc_dspy.errors import UserError
+from serc_dspy.programs.registry import method_names
+from serc_dspy.trace import StepUsage, Usage
+
+
+def test_an_empty_lm_is_refused_instead_of_starting_the_default_model(capsys):
+    with pytest.raises(UserError, match="--lm is empty"):
+        RunOptions(lm="  ")
+    assert RunOptions().lm == "qwen1.5b"  # unset is the default; empty is a mistake
+    assert main(["correct", "--question", "q", "--draft", "-", "--lm", ""]) == 2
+    assert "--lm is empty" in capsys.readouterr().err
+
+
+def test_a_timeout_past_a_day_is_refused_up_front():
+    with pytest.raises(UserError, match="at most 86400 seconds"):
+        RunOptions(lm_timeout=99999999999)
+    assert RunOptions(lm_timeout=600).lm_timeout == 600
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "１２", "2147483648", "-1", "1.5"])
+def test_thread_and_poll_settings_take_ascii_digits_in_range_only(monkeypatch, value):
+    from serc_dspy.cpu import default_threads
+
+    monkeypatch.setenv("SERC_THREADS", value)
+    with pytest.raises(UserError, match="SERC_THREADS must be a whole number"):
+        default_threads()
+
+
+def test_the_method_help_lists_every_registered_method():
+    text = build_parser().format_help() + "".join(
+        action.help or "" for sub in build_parser()._subparsers._group_actions
+        for parser in sub.choices.values() for action in parser._actions)
+    for name in method_names():
+        assert name in text, name
+
+
+def test_a_runs_usage_reads_as_its_repr_says():
+    usage = Usage()
+    usage.record("verdicts", "m", StepUsage(calls=3, prompt_tokens=10, completion_tokens=2))
+    assert usage.calls == 3 and usage.prompt_tokens == 10 and usage.total_tokens == 12
+    assert "calls=3" in repr(usage)
