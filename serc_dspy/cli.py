@@ -215,6 +215,12 @@ def run_view(args) -> int:
         raise UserError(f"{path} is not a JSON trace: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("trace"), dict):
         data = data["trace"]  # `serc ask --json` output, or one results record
+    unknown = sorted(set(data) - set(Trace.model_fields)) if isinstance(data, dict) else []
+    if not isinstance(data, dict) or "method" not in data or unknown:
+        # every field of a trace has a default, so `{"a": 1}` would validate as an empty one
+        raise UserError(f"{path} is not a SERC trace: "
+                        + (f"unknown fields {', '.join(unknown[:5])}" if unknown else
+                           "it names no method (save one with --trace FILE)"))
     try:
         trace = Trace.model_validate(data)
     except Exception as exc:  # pydantic's error, in one line

@@ -158,6 +158,10 @@ def test_serc_view_writes_a_page_and_refuses_bad_input(tmp_path, capsys):
     assert main(["view", str(tmp_path / "bad.json"), "--out", str(out)]) == 2
     assert "is not a SERC trace" in capsys.readouterr().err
     assert main(["view", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    for not_a_trace in ('{"a": 1}', "[1, 2]", '{}'):
+        (tmp_path / "other.json").write_text(not_a_trace, encoding="utf-8")
+        assert main(["view", str(tmp_path / "other.json"), "--out", str(out)]) == 2
+        assert "is not a SERC trace" in capsys.readouterr().err
 
 
 def test_a_forty_sentence_trace_stays_small():

@@ -120,6 +120,17 @@ def _hash(answer: str) -> str:
     return answer_hash(answer)
 
 
+def written_by_a_run(path: Path, dataset: str) -> bool:
+    """Whether a results file was written by a run on `dataset` (its meta says so): a stray
+    `notes.jsonl` in the folder is never scored as a method."""
+    meta = sibling(path, ".meta.json")
+    try:
+        data = read_json(meta, what="results meta") if meta.is_file() else None
+    except UserError:
+        return False
+    return isinstance(data, dict) and data.get("dataset") == dataset
+
+
 MIN_JUDGE_AGREEMENT = 0.8
 """A claim judge scores only where its measured agreement with the hand labels is at least
 this (the project's protocol); below it, or unmeasured, a claim the word paths cannot decide is
@@ -224,6 +235,11 @@ def run_factcheck(
         for path in sorted(out.glob(f"*{suffix}.jsonl")):
             method = path.name[: -len(f"{suffix}.jsonl")]
             if path.name.endswith(SCORES_SUFFIX) or (not suffix and method.endswith("-human")):
+                continue
+            if not written_by_a_run(path, f"factcheck-{evidence}"):
+                if progress:
+                    print(f"[serc] not scored: {path.name} (no meta of a factcheck-{evidence} "
+                          "run beside it)", file=sys.stderr, flush=True)
                 continue
             if progress:
                 print(f"[serc] scoring {path.name} against the human labels", file=sys.stderr,

@@ -376,3 +376,19 @@ def test_a_judge_under_the_agreement_bar_scores_nothing_and_its_claims_are_undec
         if not used:
             assert report["judge_calls"] == 0
             assert "so the judge scored nothing" in (out / "factcheck.md").read_text()
+
+
+def test_a_stray_jsonl_in_the_output_folder_is_never_scored_as_a_method(tmp_path, monkeypatch,
+                                                                        capsys):
+    data = _data(tmp_path)
+    lm, _ = scripted_lm(_handlers())
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    out = tmp_path / "fc"
+    out.mkdir()
+    (out / "notes.jsonl").write_text('{"id": "factcheck-1", "answer": "x"}\n')
+    argv = ["bench", "factcheck", "--data", str(data), "--method", "initial", "--lm",
+            "openai=http://x/v1#m", "--out", str(out), "--json", "--judge-labels", "none"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert set(json.loads(captured.out)["methods"]) == {"initial"}
+    assert "not scored: notes.jsonl" in captured.err
