@@ -36,8 +36,14 @@ STATUS_TEXT = {"kept": "kept", "corrected": "corrected", "pruned": "pruned",
                "disputed": "disputed: one signal alone said contradicted (kept)"}
 
 
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""Bidirectional controls: raw, a U+202E in a passage would reorder the page around it."""
+
+
 def esc(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML-escaped text, each bidirectional control shown as its code (`<U+202E>`)."""
+    text = html.escape("" if value is None else str(value), quote=True)
+    return _BIDI.sub(lambda m: f"&lt;U+{ord(m.group(0)):04X}&gt;", text)
 
 
 def source_link(source: str) -> str:

@@ -253,3 +253,10 @@ def test_a_choice_check_shows_each_slots_options_choices_and_ruling():
     assert "Warsaw <small>(passage 1, offset 12)</small>" in page
     assert "Warsaw, Warsaw" in page and "contradicted &rarr; Warsaw" in page
     assert "<em>no reply</em>, 1867" in page and "&lt;b&gt;1867&lt;/b&gt;" in page
+
+
+def test_bidirectional_controls_reach_the_page_as_their_codes_never_raw():
+    trace = fixture_trace()
+    trace.facts[0].text = "born in \u202eWarsaw"
+    page = render_trace(trace)
+    assert "\u202e" not in page and "&lt;U+202E&gt;Warsaw" in page
