@@ -83,13 +83,14 @@ MIN_SECRET_CHARS = 8
 
 def configured_secrets() -> list[str]:
     """Values of environment variables that hold keys (`*_API_KEY`, `*_TOKEN`, `*_SECRET`...)."""
-    values = {value for name, value in os.environ.items()
-              if _SECRET_NAME.search(name) and len(value or "") >= MIN_SECRET_CHARS}
+    values = {value.strip() for name, value in os.environ.items()
+              if _SECRET_NAME.search(name) and (value or "").strip()}
     return sorted(values, key=len, reverse=True)
 
 
 # Characters a key is made of: a prefix of a key followed by one of these is another token.
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~+/=-")
+_KEY_CLASS = "A-Za-z0-9._~+/=-"
 
 
 def _cut_here(text: str, end: int) -> bool:
@@ -128,9 +129,14 @@ def redact(text: str) -> str:
     text = str(text)
     secrets = configured_secrets()
     for secret in secrets:
-        text = text.replace(secret, "[redacted]")
+        if len(secret) >= MIN_SECRET_CHARS:
+            text = text.replace(secret, "[redacted]")
+        else:  # a short key ("sk-a1b2") as a whole token, whatever its length
+            text = re.sub(rf"(?<![{_KEY_CLASS}]){re.escape(secret)}(?![{_KEY_CLASS}])",
+                          "[redacted]", text)
     for secret in secrets:
-        text = _redact_cut_key(text, secret)
+        if len(secret) >= MIN_SECRET_CHARS:
+            text = _redact_cut_key(text, secret)
     return _BEARER.sub(r"\1[redacted]", text)
 
 

@@ -46,3 +46,11 @@ def test_a_runs_usage_reads_as_its_repr_says():
     usage.record("verdicts", "m", StepUsage(calls=3, prompt_tokens=10, completion_tokens=2))
     assert usage.calls == 3 and usage.prompt_tokens == 10 and usage.total_tokens == 12
     assert "calls=3" in repr(usage)
+
+
+def test_a_short_key_is_redacted_whatever_its_length(monkeypatch):
+    from serc_dspy.errors import redact
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-a1b2")
+    assert redact("401: invalid key sk-a1b2 given") == "401: invalid key [redacted] given"
+    assert redact("the task-a1b2c3 id") == "the task-a1b2c3 id"  # inside another token: not it
