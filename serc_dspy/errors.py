@@ -78,6 +78,8 @@ class DecodingFailed(RuntimeError):
 
 _SECRET_NAME = re.compile(r"(API_KEY|APIKEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)", re.IGNORECASE)
+"""The password of a URL's userinfo (`http://user:PASSWORD@host/`)."""
 MIN_SECRET_CHARS = 8
 
 
@@ -137,6 +139,7 @@ def redact(text: str) -> str:
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             text = _redact_cut_key(text, secret)
+    text = _URL_PASSWORD.sub(r"\1[redacted]\2", text)
     return _BEARER.sub(r"\1[redacted]", text)
 
 

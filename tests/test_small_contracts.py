@@ -54,3 +54,11 @@ def test_a_short_key_is_redacted_whatever_its_length(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-a1b2")
     assert redact("401: invalid key sk-a1b2 given") == "401: invalid key [redacted] given"
     assert redact("the task-a1b2c3 id") == "the task-a1b2c3 id"  # inside another token: not it
+
+
+def test_a_password_in_a_url_is_never_shown():
+    from serc_dspy.errors import redact
+
+    text = "calling http://user:s3cr3t@127.0.0.1:8000/v1 failed"
+    assert redact(text) == "calling http://user:[redacted]@127.0.0.1:8000/v1 failed"
+    assert redact("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"  # a port stays

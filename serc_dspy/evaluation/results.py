@@ -30,7 +30,7 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.errors import UserError
+from serc_dspy.errors import UserError, redact
 from serc_dspy.io import json_line, read_jsonl, read_jsonl_rows, write_jsonl
 
 RESULTS_SUFFIX = ".jsonl"
@@ -226,4 +226,5 @@ def lm_name(lm: Any) -> str | None:
         return None
     url = getattr(getattr(lm, "engine", None), "url", None)
     name = str(getattr(lm, "model", None))
-    return f"{name}@{url}" if isinstance(url, str) and not name.startswith("local/") else name
+    return redact(f"{name}@{url}") if isinstance(url, str) and not name.startswith("local/") \
+        else name
