@@ -16,6 +16,7 @@ words), and the model chooses among what is left.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from serc_dspy.rules.base import Rule, register
@@ -253,36 +254,44 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
     A name or role is offered only in the slot's frame, the word before it in the draft
     (`frame`, `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre
     Curie"; a person is never offered for a field."""
-    own = normal_form(slot.kind, slot.text)
     rest = (fact[:slot.start] + " " + fact[slot.start + len(slot.text):])
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
-    options = [Candidate(value=slot.text, origin="fact")]
     in_fact = normalise(fact, fold=True)
-    seen = {own}
     ranked = sorted(evidence, key=lambda s: -len(event & content_stems(s.text, subject)))
-    for sentence in ranked:
-        if not event & content_stems(sentence.text, subject):
-            break
-        for span in spans(sentence.text, subject):
+    about = [s for s in ranked if event & content_stems(s.text, subject)]
+
+    def fits(sentence: EvidenceSentence, span: Span, value: str) -> bool:
+        if slot.kind in ("name", "role") and frame and \
+                preceding_word(sentence.text, span.start) != frame:
+            return False
+        return slot.kind not in ("name", "role") or normalise(value, fold=True) not in in_fact
+
+    return _offer(slot, about, fits)
+
+
+def _offer(slot: Slot, sentences: list[EvidenceSentence],
+           fits: Callable[[EvidenceSentence, Span, str], bool],
+           options: list[Candidate] | None = None) -> list[Candidate]:
+    """The slot's options: its own value (unless `options` already start the list), then the
+    values of its kind in `sentences`, in that order, each once by its normal form and only
+    where `fits`, with the words that lead up to each, up to the cap; then "not stated"."""
+    options = options or [Candidate(value=slot.text, origin="fact")]
+    seen = {normal_form(slot.kind, c.value) for c in options}
+    for sentence in sentences:
+        for span in spans(sentence.text):
+            if len(options) >= MAX_CANDIDATES - 1:
+                break
             if not _compatible(slot.kind, span.kind):
-                continue
-            if slot.kind in ("name", "role") and frame and \
-                    preceding_word(sentence.text, span.start) != frame:
                 continue
             value = _as_kind(slot.kind, span)
             key = normal_form(slot.kind, value)
-            if key in seen or not key or (slot.kind in ("name", "role") and
-                                          normalise(value, fold=True) in in_fact):
+            if not key or key in seen or not fits(sentence, span, value):
                 continue
             seen.add(key)
             lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:span.start])
             options.append(Candidate(value=value, passage=sentence.passage,
                                      offset=sentence.offset + span.start,
                                      context=(lead.group(0) if lead else "") + span.text))
-            if len(options) >= MAX_CANDIDATES - 1:
-                break
-        if len(options) >= MAX_CANDIDATES - 1:
-            break
     options.append(Candidate(value=NOT_STATED, origin="none"))
     return options
 
@@ -423,24 +432,6 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
                                      offset=sentence.offset + at, context=value))
         options.append(Candidate(value=NOT_STATED, origin="none"))
         return options
-    ranked = focus(evidence, question, limit=MAX_CANDIDATES)
     in_question = normalise(question, fold=True)
-    for sentence in ranked:
-        for span in spans(sentence.text):
-            if not _compatible(slot.kind, span.kind):
-                continue
-            value = _as_kind(slot.kind, span)
-            key = normal_form(slot.kind, value)
-            if key in seen or normalise(value, fold=True) in in_question:
-                continue
-            seen.add(key)
-            lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:span.start])
-            options.append(Candidate(value=value, passage=sentence.passage,
-                                     offset=sentence.offset + span.start,
-                                     context=(lead.group(0) if lead else "") + span.text))
-            if len(options) >= MAX_CANDIDATES - 1:
-                break
-        if len(options) >= MAX_CANDIDATES - 1:
-            break
-    options.append(Candidate(value=NOT_STATED, origin="none"))
-    return options
+    return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES),
+                  lambda sentence, span, value: normalise(value, fold=True) not in in_question)
