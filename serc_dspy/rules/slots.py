@@ -75,9 +75,33 @@ _NUMBER_WORDS = {w: n for n, w in enumerate(
 _NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s?(%|percent|million|"
                      r"billion|thousand))?(?![\w])|\b(" + "|".join(_NUMBER_WORDS) + r")\b",
                      re.IGNORECASE)
-_NAME_WORD = r"[A-Z\u00C0-\u024F][\w'’.-]*"
-_NAME = re.compile(rf"{_NAME_WORD}(?:\s+(?:(?:de|da|van|von|del|di|of|the|la|le|du)\s+)?"
-                   rf"{_NAME_WORD})*")
+_WORD_TOKEN = re.compile(r"(?<![\w'’-])[^\W\d_][\w'’-]*(?:\.(?=\w))?[\w'’-]*")
+_NAME_LINKS = frozenset("de da van von del di of the la le du".split())
+"""Lower-case words that may stand inside a name ("Ludwig van Beethoven")."""
+
+
+def _name_runs(text: str):
+    """(start, end) of each run of capitalised words (any script with case: "Kraków",
+    "Łódź"), joined by single spaces and at most one linking word ("University of Paris")."""
+    tokens = list(_WORD_TOKEN.finditer(text))
+    k = 0
+    while k < len(tokens):
+        if not tokens[k].group(0)[0].isupper():
+            k += 1
+            continue
+        start, end, j = tokens[k].start(), tokens[k].end(), k + 1
+        while j < len(tokens) and text[end:tokens[j].start()] == " ":
+            word = tokens[j].group(0)
+            if word[0].isupper():
+                end, j = tokens[j].end(), j + 1
+            elif word in _NAME_LINKS and j + 1 < len(tokens) and \
+                    tokens[j + 1].group(0)[0].isupper() and \
+                    text[tokens[j].end():tokens[j + 1].start()] == " ":
+                end, j = tokens[j + 1].end(), j + 2
+            else:
+                break
+        yield start, end
+        k = j
 _ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
                    r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)([a-z][a-z-]+)\b")
 _ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
@@ -116,11 +140,12 @@ def spans(text: str, subject: str = "") -> list[Span]:
         add("year", m.start(1), m.end(1))
     for m in _NUMBER.finditer(text):
         add("number", m.start(), m.end())
-    subject_words = {w.lower() for w in words_of(subject)}
-    for m in _NAME.finditer(text):
-        name = _trim_name(m.group(0), subject_words)
+    subject_words = {w.lower() for w in words_of(subject) if w.lower() not in STOP}
+    for start, end in _name_runs(text):
+        run = text[start:end]
+        name = _trim_name(run, subject_words)
         if name:
-            a = m.start() + m.group(0).index(name)
+            a = start + run.index(name)
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
         role = m.group(2)
@@ -138,7 +163,11 @@ def _trim_name(name: str, subject_words: set[str]) -> str:
         parts.pop(0)
     while parts and parts[-1].lower() in STOP:
         parts.pop()
-    if not parts or all(p.lower().strip("'’s.") in subject_words for p in parts):
+    words = {w.lower() for w in words_of(" ".join(parts))}
+    if not parts or not parts[0][:1].isupper() or words <= subject_words or (
+            len(subject_words) > 1 and subject_words <= words):
+        # the subject itself, by any of its names ("Félix-Alexandre Guilmant" for Alexandre
+        # Guilmant): not a detail of the fact
         return ""
     if len(parts) == 1 and parts[0].lower().rstrip(".") in MONTHS:
         return ""
@@ -260,11 +289,21 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
     ranked = sorted(evidence, key=lambda s: -len(event & content_stems(s.text, subject)))
     about = [s for s in ranked if event & content_stems(s.text, subject)]
 
+    own_words = content_stems(slot.text)
+
     def fits(sentence: EvidenceSentence, span: Span, value: str) -> bool:
-        if slot.kind in ("name", "role") and frame and \
-                preceding_word(sentence.text, span.start) != frame:
+        """A rival: not stated in the fact already ("from 1871 until 1901" offers 1871 for
+        neither year); a name or role in the slot's frame, sharing no word with the fact's
+        own value ("Chinese Americans" is another wording of "Taishanese Chinese American",
+        not another value)."""
+        if _count(fact, value) or normal_form(slot.kind, value) in {
+                normal_form(s.kind, s.text) for s in spans(fact) if _compatible(slot.kind,
+                                                                              s.kind)}:
             return False
-        return slot.kind not in ("name", "role") or normalise(value, fold=True) not in in_fact
+        if slot.kind not in ("name", "role"):
+            return True
+        return (frame is None or preceding_word(sentence.text, span.start) == frame) and \
+            not own_words & content_stems(value) and normalise(value, fold=True) not in in_fact
 
     return _offer(slot, about, fits)
 

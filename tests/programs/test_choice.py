@@ -291,3 +291,23 @@ def test_a_yes_no_short_answer_has_nothing_to_choose_and_is_kept():
     result, engine = short("Was Marie Curie born in Warsaw?", "No.", pick("Warsaw"))
     assert result.answer == "No." and not engine.of("ChooseValue")
     assert result.trace.ruled("choose.unverified", "f0.0")
+
+
+def test_no_rival_is_the_subject_a_value_of_the_fact_itself_or_another_wording():
+    # the subject by a longer name is no slot (a tuning-split bio swapped it for a birthplace)
+    assert [s.text for s in spans("Félix-Alexandre Guilmant was born in Boulogne-sur-Mer.",
+                                  "Alexandre Guilmant")] == ["Boulogne-sur-Mer"]
+    # lower-case words with accents are no names ("différents" gave "érents")
+    assert [s.text for s in spans("Il a écrit des pièces dans différents styles.")] == ["Il"]
+    evidence = about_subject([Passage(text="La Trinité was painted by Guilmant from 1871 "
+                                           "until 1901. Wong was born to Chinese Americans.")],
+                             "Guilmant")
+    fact = "La Trinité was painted from 1871 until 1901."
+    year = next(s for s in find_slots(fact, fact) if s.text == "1901")
+    assert [c.value for c in collect_candidates(year, fact, evidence, "Guilmant")] == \
+        ["1901", "not stated"]  # 1871 is the fact's own other year
+    fact = "Wong was born to Taishanese Chinese American parents."
+    name = next(s for s in find_slots(fact, fact, "Wong") if s.kind == "name")
+    assert [c.value for c in collect_candidates(name, fact, about_subject(
+        [Passage(text="Wong was born to Chinese Americans in 1905.")], "Wong"), "Wong",
+        frame="to")] == ["Taishanese Chinese American", "not stated"]
