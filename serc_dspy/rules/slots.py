@@ -175,10 +175,13 @@ def _trim_name(name: str, subject_words: set[str]) -> str:
 
 
 def preceding_word(text: str, start: int) -> str:
-    """The word right before a span, lower-cased ("" at the start): a name's frame, "born
-    in ___", "with ___", "Prize in ___"."""
-    before = re.findall(r"[^\W_]+", text[:start])
-    return before[-1].lower() if before else ""
+    """The word before a span, lower-cased, an article passed over ("" at the start): a
+    name's frame, "born in ___", "with ___", "Prize in ___", "of (the) ___" (an article alone
+    let "at the Iba Cathedral" stand for "of the Philippines")."""
+    before = [w.lower() for w in re.findall(r"[^\W_]+", text[:start])]
+    while before and before[-1] in ("the", "a", "an"):
+        before.pop()
+    return before[-1] if before else ""
 
 
 def blank_in(text: str, value: str) -> str | None:

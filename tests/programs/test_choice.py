@@ -311,3 +311,11 @@ def test_no_rival_is_the_subject_a_value_of_the_fact_itself_or_another_wording()
     assert [c.value for c in collect_candidates(name, fact, about_subject(
         [Passage(text="Wong was born to Chinese Americans in 1905.")], "Wong"), "Wong",
         frame="to")] == ["Taishanese Chinese American", "not stated"]
+
+
+def test_a_names_frame_passes_over_the_article():
+    from serc_dspy.rules.slots import preceding_word
+
+    text = "He sat in the House of Representatives of the Philippines."
+    assert preceding_word(text, text.index("Philippines")) == "of"
+    assert preceding_word("Mass at the Iba Cathedral", 12) == "at"
