@@ -319,3 +319,43 @@ def test_a_names_frame_passes_over_the_article():
     text = "He sat in the House of Representatives of the Philippines."
     assert preceding_word(text, text.index("Philippines")) == "of"
     assert preceding_word("Mass at the Iba Cathedral", 12) == "at"
+
+
+def test_a_correction_carries_to_the_fact_that_depends_on_it_the_papers_table_6():
+    """A detail no slot can hold ("cricket", a common noun) goes through the sentence choice:
+    "the opposite", held to a second verdict, then the corrector, which carries the fix to the
+    dependent fact of the sentence ("fast bowling" belongs to cricket, not to rugby)."""
+    draft = "Gareth Thomas played cricket, and he was known for his fast bowling."
+    facts = {draft: ["Gareth Thomas played cricket.",
+                     "Gareth Thomas was known for his fast bowling."]}
+    corpus = LocalCorpus.from_texts({"t.txt": "Gareth Thomas played rugby union for Wales. "
+                                              "Thomas was known for his ball-carrying."})
+
+    def sentence(inputs):
+        if "cricket" in inputs["claim"]:
+            return {"sentence": 1, "stance": "opposite"}
+        return {"sentence": 0, "stance": "not stated"}
+
+    def correct(inputs):
+        fixes = [{"original": "Gareth Thomas played cricket.",
+                  "fixed": "Gareth Thomas played rugby."}]
+        if "Gareth Thomas was known for his fast bowling." in inputs["related_facts"]:
+            fixes.append({"original": "Gareth Thomas was known for his fast bowling.",
+                          "fixed": "Gareth Thomas was known for his ball-carrying."})
+        return {"corrections": fixes}
+
+    lm, engine = scripted_lm(handlers(
+        AtomicFacts=lambda i: {"facts": facts.get(i["sentence"], [i["sentence"]])},
+        ChooseValue=reads_evidence, ChooseSentence=sentence, CorrectFacts=correct,
+        JudgeFact=lambda i: {"verdict": "CONTRADICTED"}))
+    program = SERC(retriever=corpus, top_k=2, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", firewall=False)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question="Tell me a bio of Gareth Thomas.", draft=draft)
+    trace = result.trace
+    assert result.answer == "Gareth Thomas played rugby, and he was known for his " \
+                            "ball-carrying."
+    dependent = next(c for c in trace.corrections if c.propagated)
+    assert dependent.fixed.endswith("ball-carrying.") and trace.fact("f0.1").status == \
+        "corrected"
+    assert trace.fact("f0.0").votes == {"sentence": "CONTRADICTED", "second": "CONTRADICTED"}
