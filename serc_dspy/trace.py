@@ -355,6 +355,9 @@ class Trace(BaseModel):
     language)."""
     language: str = ""
     """`en`, or `other` when the received answer is not English (`rules.language_of`)."""
+    prompts: str = ""
+    """Which prompts the run used when `compiled="auto"` chose: "packaged state qwen1.5b",
+    or "the program's own" (demos the user compiled, set or loaded: never replaced)."""
     usage: Usage = Field(default_factory=Usage)
 
     def fact(self, fact_id: str) -> Fact:

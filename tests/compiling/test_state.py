@@ -295,6 +295,34 @@ def test_a_models_packaged_state_is_applied_by_default_for_that_model_only(tmp_p
     assert any("compiled state" in e.message for e in result.trace.events)
     assert judge_demos("some-other-model")[0] == 0
     assert judge_demos("qwen1.5b", compiled=None)[0] == 0  # the frozen prompts
+    assert result.trace.prompts == "packaged state qwen1.5b"
+
+
+def test_auto_never_replaces_demos_the_user_compiled_set_or_loaded(monkeypatch, tmp_path):
+    import dataclasses
+
+    from serc_dspy.backends import models
+
+    path = save_compiled(compiled_verifier(), tmp_path / "verify_qwen.json")
+    monkeypatch.setitem(models.MODELS, "qwen1.5b",
+                        dataclasses.replace(models.QWEN, compiled=str(path)))
+    lm, engine = demo_lm({
+        "AtomicFacts": lambda i: {"facts": ["The beta comet was seen by many."]},
+        "ParametricEvidence": lambda i: {"evidence": "The beta comet was seen by many."},
+        "JudgeFact": lambda i: {"verdict": "SUPPORTED"},
+        "PolishAnswer": lambda i: {"answer": i["draft"]},
+    }, name="qwen1.5b")
+    serc = SERC(use_retrieval=False, firewall=False)
+    mine = dspy.Example(subject="s", sentence="One fact.", facts=["One fact."]).with_inputs(
+        "subject", "sentence")
+    serc.fact_extractor.demos = [mine]  # the user's own optimisation
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = serc(question="Tell me about the beta comet.",
+                      draft="The beta comet was seen by many people in 1990.")
+    assert serc.fact_extractor.demos == [mine]
+    assert serc.single_verifier.demos == []  # nothing packaged filled in beside them either
+    assert result.trace.prompts == "the program's own"
+    assert any("was not applied" in e.message for e in result.trace.events)
 
 
 def test_states_compiled_apart_merge_into_one_and_a_stage_twice_is_refused(tmp_path):
