@@ -1,6 +1,9 @@
 """Small contracts a user meets first: an empty `--lm`, an unbounded timeout, thread counts in
 other scripts, the `--method` help, and a run's usage read as attributes."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from serc_dspy.cli import build_parser, main
@@ -8,6 +11,8 @@ from serc_dspy.config import RunOptions
 from serc_dspy.errors import UserError
 from serc_dspy.programs.registry import method_names
 from serc_dspy.trace import StepUsage, Usage
+
+sys.path.insert(0, str(Path(__file__).parent / "programs"))
 
 
 def test_an_empty_lm_is_refused_instead_of_starting_the_default_model(capsys):
@@ -62,3 +67,23 @@ def test_a_password_in_a_url_is_never_shown():
     text = "calling http://user:s3cr3t@127.0.0.1:8000/v1 failed"
     assert redact(text) == "calling http://user:[redacted]@127.0.0.1:8000/v1 failed"
     assert redact("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"  # a port stays
+
+
+def test_set_lm_alone_runs_a_serc_and_a_predictors_own_lm_wins():
+    import dspy
+    from scripted import scripted_lm
+    from test_serc import handlers
+
+    from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+
+    own, own_engine = scripted_lm(handlers(), name="own")
+    other, other_engine = scripted_lm(handlers(), name="other")
+    corpus = LocalCorpus.from_texts({"c.txt": "Marie Curie was born in Warsaw in 1867."})
+    serc = SERC(retriever=corpus, firewall=False)
+    serc.set_lm(own)
+    with dspy.context(adapter=StrictJSONAdapter()):
+        serc(question="Tell me a bio of Marie Curie.", draft="Marie Curie was born in 1867.")
+    assert own_engine.calls
+    with dspy.context(lm=other, adapter=StrictJSONAdapter()):
+        serc(question="Tell me a bio of Marie Curie.", draft="Marie Curie was born in 1867.")
+    assert not other_engine.calls  # the predictors' own LM wins over the configured one

@@ -194,7 +194,10 @@ class TracedProgram(dspy.Module):
                 f"{self.method_name} needs a retriever: pass retriever=... (e.g. a LocalCorpus)"
             )
         self.check_lm_keys()
-        if dspy.settings.lm is None and not self.lms:
+        if dspy.settings.lm is None and not self.lms and \
+                not all(p.lm is not None for _, p in self.named_predictors()):
+            # DSPy's rule: a predictor's own LM (`program.set_lm(lm)`) wins, the configured
+            # one is the fallback; only a predictor with neither has no LM
             raise InputError("no LM is configured: run the program inside "
                              "`with dspy.context(lm=...)` (or dspy.configure(lm=...)), or "
                              "give every stage one with lms={...}")
