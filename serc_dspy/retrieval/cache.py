@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.errors import UserError
-from serc_dspy.retrieval.base import DEFAULT_TOP_K, RetrievalError, Retriever
+from serc_dspy.retrieval.base import DEFAULT_TOP_K, RetrievalError, Retriever, as_retriever
 from serc_dspy.trace import Passage
 
 CacheKey = tuple[str, str, int]
@@ -116,9 +116,10 @@ class CachedRetriever:
         retriever_name: str | None = None,
         enabled: bool = True,
     ) -> None:
-        self.retriever = retriever
-        self.path = Path(path)
         self.retriever_name = retriever_name or _default_name(retriever)
+        # anything `SERC(retriever=...)` accepts: a plain `(query, k)` function too
+        self.retriever = retriever if hasattr(retriever, "takes_k") else as_retriever(retriever)
+        self.path = Path(path)
         self.enabled = enabled
         self.hits = 0
         self.misses = 0

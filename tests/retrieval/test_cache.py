@@ -136,16 +136,16 @@ def test_failures_are_not_cached_and_propagate(db: Path) -> None:
     assert (cached.hits, cached.misses) == (1, 1)
 
 
-def test_non_passage_results_are_rejected_and_not_cached(db: Path) -> None:
+def test_malformed_results_are_rejected_and_not_cached(db: Path) -> None:
     calls = []
 
-    def loose(query: str, k: int) -> list[str]:
+    def broken(query: str, k: int) -> list[int]:
         calls.append(query)
-        return ["plain text"]
+        return [42]  # neither a Passage, a string nor a dict with text
 
-    cached = CachedRetriever(loose, db)  # type: ignore[arg-type]
+    cached = CachedRetriever(broken, db)  # type: ignore[arg-type]
     for _ in range(2):
-        with pytest.raises(RetrievalError, match="as_retriever"):
+        with pytest.raises(RetrievalError):
             cached("q", 1)
     assert len(calls) == 2
 
@@ -340,3 +340,19 @@ def test_serc_with_local_and_cached_retrievers_deep_copies_and_pickles(tmp_path,
         for copy_ in (twin, revived):
             [passage] = copy_.retriever("Warsaw", 1)
             assert "Warsaw" in passage.text
+
+
+def test_a_plain_function_is_cached_as_serc_would_take_it(tmp_path):
+    from serc_dspy.retrieval.cache import CachedRetriever
+
+    calls = []
+
+    def search(query, k):
+        calls.append(query)
+        return [f"{query} passage"]
+
+    cached = CachedRetriever(search, tmp_path / "cache.sqlite")
+    first = cached("Marie Curie", 2)
+    assert [p.text for p in first] == ["Marie Curie passage"]
+    assert [p.text for p in cached("Marie Curie", 2)] == ["Marie Curie passage"]
+    assert calls == ["Marie Curie"]  # the second call came from the cache
