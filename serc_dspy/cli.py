@@ -251,7 +251,24 @@ def run_models(args) -> int:
     return 0
 
 
+def rule_flags_joined(argv: list[str]) -> list[str]:
+    """`--rule -quote.overrule`, as the help writes it: argparse would read `-quote.overrule`
+    as an option of its own, so the switch is joined to its flag (`--rule=-quote.overrule`)."""
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        if argv[k] == "--rule" and k + 1 < len(argv) and argv[k + 1][:1] in "+-" and \
+                argv[k + 1][1:2].isalpha():
+            out.append(f"--rule={argv[k + 1]}")
+            k += 2
+        else:
+            out.append(argv[k])
+            k += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = rule_flags_joined(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     record_command(argv)
     try:

@@ -87,3 +87,12 @@ def test_set_lm_alone_runs_a_serc_and_a_predictors_own_lm_wins():
     with dspy.context(lm=other, adapter=StrictJSONAdapter()):
         serc(question="Tell me a bio of Marie Curie.", draft="Marie Curie was born in 1867.")
     assert not other_engine.calls  # the predictors' own LM wins over the configured one
+
+
+def test_the_rule_flag_works_as_the_help_writes_it(capsys):
+    from serc_dspy.cli import rule_flags_joined
+
+    assert rule_flags_joined(["ask", "q", "--rule", "-quote.overrule", "--rule", "+fix.retry"]) \
+        == ["ask", "q", "--rule=-quote.overrule", "--rule=+fix.retry"]
+    assert main(["correct", "--question", "q", "--draft", "-", "--rule", "-nope.rule"]) == 2
+    assert "unknown rule 'nope.rule'" in capsys.readouterr().err  # read as a rule, not a flag
