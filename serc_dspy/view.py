@@ -433,10 +433,14 @@ def render_trace(trace: Trace, *, title: str | None = None) -> str:
         notes.append("Pruned (no evidence states them): " + "; ".join(
             f'<s>{esc(f.text)}</s> (<a href="#fact-{esc(f.id)}">{esc(f.id)}</a>)'
             for f in pruned))
-    if unverified:
-        notes.append("Unverified, kept verbatim because their check failed: " + "; ".join(
-            f'{esc(f.text)} (<a href="#fact-{esc(f.id)}">{esc(f.id)}</a>)'
-            for f in unverified))
+    failed = [f for f in unverified if f.verdict is None]
+    unsettled = [f for f in unverified if f.verdict is not None]
+    for facts, why in ((failed, "their check failed"),
+                       (unsettled, "the evidence did not settle them")):
+        if facts:
+            notes.append(f"Unverified, kept verbatim because {why}: " + "; ".join(
+                f'{esc(f.text)} (<a href="#fact-{esc(f.id)}">{esc(f.id)}</a>)'
+                for f in facts))
     degenerate = degenerate_sentences(trace.answer or "")
     if degenerate:
         sentences = split_sentences(trace.answer or "")
