@@ -96,3 +96,17 @@ def test_the_rule_flag_works_as_the_help_writes_it(capsys):
         == ["ask", "q", "--rule=-quote.overrule", "--rule=+fix.retry"]
     assert main(["correct", "--question", "q", "--draft", "-", "--rule", "-nope.rule"]) == 2
     assert "unknown rule 'nope.rule'" in capsys.readouterr().err  # read as a rule, not a flag
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"evidence_window": 2, "evidence": "summary"}, "evidence_window cuts retrieved"),
+    ({"evidence_window": 2, "evidence": "passages", "use_retrieval": False},
+     "evidence_window cuts retrieved"),
+    ({"fact_evidence": True, "use_retrieval": False}, "fact_evidence searches"),
+])
+def test_an_option_that_cannot_take_effect_is_refused(options, words):
+    from serc_dspy import SERC
+    from serc_dspy.errors import UserError
+
+    with pytest.raises(UserError, match=words):
+        SERC(**options)

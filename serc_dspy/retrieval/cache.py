@@ -16,6 +16,7 @@ Failures are never stored: an outage must not become a permanent "no evidence".
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import os
 import sqlite3
@@ -118,7 +119,7 @@ class CachedRetriever:
     ) -> None:
         self.retriever_name = retriever_name or _default_name(retriever)
         # anything `SERC(retriever=...)` accepts: a plain `(query, k)` function too
-        self.retriever = retriever if hasattr(retriever, "takes_k") else as_retriever(retriever)
+        self.retriever = as_retriever(retriever) if inspect.isroutine(retriever) else retriever
         self.path = Path(path)
         self.enabled = enabled
         self.hits = 0

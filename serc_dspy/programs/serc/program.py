@@ -196,6 +196,13 @@ class SERC(TracedProgram):
              "max_sentences and max_facts_per_sentence must be at least 1"),
             (evidence_window is None or evidence_window >= 1,
              f"evidence_window must be at least 1 sentence, got {evidence_window}"),
+            # a bound that cannot take effect is refused, not ignored (docs/cli.md)
+            (evidence_window is None or (evidence == "passages" and use_retrieval),
+             "evidence_window cuts retrieved passages: it needs evidence='passages' and "
+             "retrieval (--evidence passages, without --no-retrieval)"),
+            (not fact_evidence or use_retrieval,
+             "fact_evidence searches each fact's own text: it needs retrieval (drop "
+             "--no-retrieval or --fact-evidence)"),
             (reconstruct in ("rebuild", "minimal"), f"reconstruct must be 'rebuild' or "
                                                     f"'minimal', got {reconstruct!r}"),
             (verifier is None or callable(getattr(verifier, "averify", None)),
