@@ -78,6 +78,13 @@ def _add_common(command: argparse.ArgumentParser) -> None:
 
 def check_writable(path: str, option: str) -> Path:
     """Refuse an output path before minutes of work, not after."""
+    try:
+        return _writable(path, option)
+    except OSError as exc:  # a name too long, a path the OS cannot even look at
+        raise UserError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def _writable(path: str, option: str) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise UserError(f"{option} {path} is a folder; give a file path")
@@ -167,12 +174,7 @@ def run(args) -> int:
     progress.close()
     trace = prediction.trace
     seconds = time.monotonic() - started
-    if args.trace:
-        Path(args.trace).write_text(trace.to_json(), encoding="utf-8")
-    if args.html:  # a failed run is worth seeing too
-        from serc_dspy.view import render_trace
-
-        Path(args.html).write_text(render_trace(trace), encoding="utf-8")
+    unwritten = _write_outputs(args, trace)  # the answer is printed before any such error
     if trace.status == "failed":
         for event in trace.errors[:3]:
             print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
@@ -197,7 +199,31 @@ def run(args) -> int:
         print(f"[serc warning] {warning}", file=sys.stderr)
     for event in trace.errors:
         print(f"[serc warning] {event.phase}: {event.message}", file=sys.stderr)
+    if unwritten:
+        raise UserError(unwritten)
     return 0
+
+
+def _write_outputs(args, trace) -> str | None:
+    """`--trace` and `--html` (a failed run is worth seeing too). A path that passed the
+    up-front check and still cannot be written (a name too long, /proc) is reported after the
+    answer, in one line, never as a raw OSError that loses the answer."""
+    failures = []
+    for flag, path, render in (("--trace", args.trace, lambda: trace.to_json()),
+                               ("--html", getattr(args, "html", None), lambda: _page(trace))):
+        if not path:
+            continue
+        try:
+            Path(path).write_text(render(), encoding="utf-8")
+        except OSError as exc:
+            failures.append(f"{flag} {path}: {exc.strerror or exc}")
+    return ("could not write " + "; ".join(failures)) if failures else None
+
+
+def _page(trace) -> str:
+    from serc_dspy.view import render_trace
+
+    return render_trace(trace)
 
 
 def run_view(args) -> int:

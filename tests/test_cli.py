@@ -179,3 +179,21 @@ def test_tavily_without_a_key_is_a_usage_error(monkeypatch, capsys):
     assert main(["ask", "Who?", "--search", "tavily"]) == 2
     err = capsys.readouterr().err
     assert "TAVILY_API_KEY" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_output_that_cannot_be_written_is_reported_after_the_answer(scripted, capsys,
+                                                                       tmp_path):
+    draft = tmp_path / "draft.txt"
+    draft.write_text(DRAFT)
+    argv = ["correct", "--question", "Tell me a bio of Marie Curie.", "--draft", str(draft),
+            "--corpus", str(EXAMPLES / "corpus"), "--trace"]
+    # a name too long is refused up front, in one line, before any work
+    assert main([*argv, str(tmp_path / ("t" * 300 + ".json"))]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "File name too long" in captured.err
+    # a path that passes the check and still cannot take the bytes (a full device)
+    assert main([*argv, "/dev/full"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.strip().startswith("Marie Curie was born in Warsaw")  # printed first
+    errors = [line for line in captured.err.splitlines() if line.startswith("serc: error:")]
+    assert len(errors) == 1 and "could not write --trace /dev/full" in errors[0]
