@@ -34,7 +34,7 @@ CORPUS = LocalCorpus.from_texts({
     "early.txt": "Maria Skłodowska, later Marie Curie, was born in Warsaw on 7 November 1867. "
                  "She moved to Paris in 1891.",
     "awards.txt": "Marie Curie won the Nobel Prize in Physics in 1903 with Pierre Curie and "
-                  "Henri Becquerel, and the Nobel Prize in Chemistry in 1911.",
+                  "Henri Becquerel. In 1911 she won the Nobel Prize in Chemistry.",
     "death.txt": "Marie Curie died in 1934 of aplastic anaemia at Passy.",
 })
 READS = {  # what a careful reader of CORPUS puts in each blank

@@ -7,7 +7,7 @@ from test_choice import CORPUS, DRAFT, FACTS, READS, _decode, decode, reads_evid
 from serc_dspy import LocalCorpus
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
-         "choose.settle", "choose.propagate"}
+         "choose.settle", "choose.propagate", "choose.own_stated"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -75,3 +75,27 @@ def test_a_swap_propagates_only_while_the_rule_is_on():
     assert not off.trace.ruled("choose.propagate")
     assert off.trace.fact("f0.1").status == "unverified"
     assert reads_evidence and CORPUS  # the shared scenario
+
+
+def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_event():
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie was born in Warsaw in 1867. She "
+                                              "studied in Paris.",
+                                     "b.txt": "Marie Curie was born to a family of teachers "
+                                              "in Congress Poland."})
+    draft = "Marie Curie was born in Warsaw, and she later studied physics in Paris."
+    facts = {draft: ["Marie Curie was born in Warsaw."]}
+
+    def other(inputs):
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next(letter for letter, value in options  # never its own value
+                               if value not in ("Warsaw", "not stated"))}
+
+    result, _ = decode(draft, facts, corpus=corpus, choose=other)
+    assert result.trace.ruled("choose.own_stated", "f0.0") and result.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=other,
+                    rules={"choose.own_stated": False})
+    assert not off.trace.ruled("choose.own_stated") and off.answer != draft
+    # a planted value the evidence never states is swapped as before
+    planted, _ = _decode()
+    assert not planted.trace.ruled("choose.own_stated")

@@ -30,6 +30,7 @@ from serc_dspy.rules.slots import (
     collect_candidates,
     find_slots,
     focus,
+    own_attested,
     preceding_word,
     question_kind,
     stated,
@@ -200,6 +201,14 @@ class SlotChooser(Stage):
                                                   "states it"
             elif first != NOT_STATED:
                 slot.ruling, slot.chosen = "contradicted", first
+                rival = next(c for c in slot.candidates if c.value == first)
+                if run.on("choose.own_stated") and own_attested(slot, fact.text, evidence,
+                                                                rival, name):
+                    slot.ruling, slot.chosen = "unverified", None
+                    slot.note = f"{first!r} was chosen, but the evidence states its own value " \
+                                "for this event as closely"
+                    run.rule("choose.own_stated", fact.id, before=slot.text, after=first,
+                             detail=slot.note)
             else:
                 slot.note = "not stated, in both orders"
         else:
