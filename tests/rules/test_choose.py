@@ -78,12 +78,13 @@ def test_a_swap_propagates_only_while_the_rule_is_on():
 
 
 def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_event():
-    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie was born in Warsaw in 1867. She "
-                                              "studied in Paris.",
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie was born in Warsaw on 7 November "
+                                              "1867. She studied in Paris.",
                                      "b.txt": "Marie Curie was born to a family of teachers "
                                               "in Congress Poland."})
-    draft = "Marie Curie was born in Warsaw, and she later studied physics in Paris."
-    facts = {draft: ["Marie Curie was born in Warsaw."]}
+    draft = ("Marie Curie was born in Warsaw on 7 November 1867, and she later studied "
+             "physics in Paris.")
+    facts = {draft: ["Marie Curie was born in Warsaw on 7 November 1867."]}
 
     def other(inputs):
         options = [(line[0], line[3:].split(" (the evidence:")[0])
