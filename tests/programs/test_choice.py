@@ -359,3 +359,13 @@ def test_a_correction_carries_to_the_fact_that_depends_on_it_the_papers_table_6(
     assert dependent.fixed.endswith("ball-carrying.") and trace.fact("f0.1").status == \
         "corrected"
     assert trace.fact("f0.0").votes == {"sentence": "CONTRADICTED", "second": "CONTRADICTED"}
+
+
+def test_a_short_answer_the_evidence_states_is_never_replaced_by_a_choice():
+    # the model misreads: it picks another name, but the evidence names the caller's answer
+    result, _ = short("Where was Marie Curie born?", "Warsaw", pick("Maria Skłodowska"))
+    assert result.answer == "Warsaw"
+    assert result.trace.ruled("choose.own_stated", "f0.0")
+    # a caller's value the evidence never states can still be replaced
+    fixed, _ = short("Where was Marie Curie born?", "Kraków", pick("Warsaw"))
+    assert fixed.answer == "Warsaw" and not fixed.trace.ruled("choose.own_stated")
