@@ -34,7 +34,7 @@ from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.registry import get_method
 from serc_dspy.retrieval.knowledge import KnowledgeSource
-from serc_dspy.rules.slots import question_kind
+from serc_dspy.rules.answers import question_kind
 from serc_dspy.text import normalise
 
 WATERFALL_NAME = "waterfall.png"
@@ -336,7 +336,7 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                  offset: int = 0, **method_options: Any) -> dict[str, Any]:
     """Decode each hallucinated answer against the item's own knowledge (fix rate), and the
     right answer as a control draft (break rate: a right answer that stops being right); each
-    rate also by question type (`rules.slots.question_kind`), so a weak type is visible."""
+    rate also by question type (`rules.answers.question_kind`), so a weak type is visible."""
     rows = load_halueval(data, limit, offset)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,20 +19,18 @@ import dspy
 
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
+from serc_dspy.rules.answers import answer_candidates, answer_slots, question_kind
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
     about_subject,
-    answer_candidates,
-    answer_slots,
     blank_in,
     collect_candidates,
     find_slots,
     focus,
     own_attested,
     preceding_word,
-    question_kind,
     stated,
 )
 from serc_dspy.rules.words import content_stems

@@ -1,0 +1,114 @@
+"""Short answers: a caller's short draft is one slot per part, of the kind the question asks
+for, and its candidates are the evidence's values of that kind (or the two names a comparison
+question offers). The slot machinery itself is `rules.slots`."""
+
+from __future__ import annotations
+
+import re
+
+from serc_dspy.rules.slots import (
+    _YEAR,
+    MAX_CANDIDATES,
+    NOT_STATED,
+    EvidenceSentence,
+    _count,
+    _offer,
+    focus,
+    normal_form,
+    spans,
+)
+from serc_dspy.text import normalise
+from serc_dspy.trace import Candidate, Slot
+
+_COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
+                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
+QUESTION_KINDS = ("comparison", "yes/no", "date", "number", "place", "person", "other")
+SHORT_PHRASE_WORDS = 6
+"""A short draft sentence of at most this many words is one value ("Mike's Gym in Oostzaan")."""
+
+
+def question_kind(question: str) -> str:
+    """What kind of value answers a question, from its words: a comparison between two
+    named options ("... first, A or B?", "Are both ...?"), a date, a number, a place, a
+    person, else other."""
+    q = " ".join(question.split()).lower()
+    if " or " in q and _COMPARISON.search(q):
+        return "comparison"
+    if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
+        return "yes/no"
+    if re.match(r"^(?:when|what (?:year|date|month|decade|century)|in (?:what|which) "
+                r"(?:year|decade))\b", q):
+        return "date"
+    if re.match(r"^(?:how (?:many|much|long|old|far|tall|big|large))\b", q):
+        return "number"
+    if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
+                r"what (?:city|country|state|town|county|place))\b", q):
+        return "place"
+    if re.match(r"^(?:who|whom|whose)\b", q):
+        return "person"
+    return "other"
+
+
+def comparison_options(question: str) -> list[str]:
+    """The two options a comparison question names ("... started first Arthur's Magazine or
+    First for Women?" -> both names); [] when it names none."""
+    text = " ".join(question.strip().rstrip("?").split())
+    left, sep, right = text.rpartition(" or ")
+    if not sep:
+        return []
+    cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
+    cuts += [m.end() for m in _COMPARISON.finditer(left)]
+    first = left[max(cuts, default=0):].strip(" ,:")
+    options = [first, right.strip(" ,:")]
+    return options if all(options) and options[0].lower() != options[1].lower() else []
+
+
+def answer_slots(question: str, sentence: str) -> list[Slot]:
+    """A short draft's slot: the detail of the question's kind in the draft ("Warsaw. Born
+    1868.": each part is its own draft sentence, and its own slot), else the draft sentence
+    itself, without its final stop."""
+    kind = question_kind(question)
+    wanted = {"date": ("date", "year"), "number": ("number",),
+              "place": ("name",), "person": ("name",)}.get(kind, ())
+    if kind == "comparison":
+        for option in comparison_options(question):
+            if _count(sentence, option) == 1:
+                return [Slot(kind="name", text=option, start=sentence.find(option))]
+    if kind == "yes/no":
+        return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
+    found = [s for s in spans(sentence) if s.kind in wanted and _count(sentence, s.text) == 1]
+    whole = sentence.strip().rstrip(".!")
+    if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS):
+        return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
+    other = [s for s in spans(sentence) if _count(sentence, s.text) == 1]
+    if not found and other:  # "Born 1868." answering where and when: its detail is the year
+        return [Slot(kind=other[0].kind, text=other[0].text, start=other[0].start)]
+    if whole and _count(sentence, whole) == 1 and len(whole.split()) <= SHORT_PHRASE_WORDS:
+        span_kind = "year" if _YEAR.fullmatch(whole) else "name"
+        return [Slot(kind=span_kind, text=whole, start=sentence.find(whole))]
+    return []
+
+
+def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence]
+                      ) -> list[Candidate]:
+    """A short answer's options: for a comparison, the two options the question names (each
+    must stand in the evidence); otherwise the values of the slot's kind in the evidence
+    sentences that share most words with the question; then "not stated"."""
+    options = [Candidate(value=slot.text, origin="fact")]
+    seen = {normal_form(slot.kind, slot.text)}
+    if question_kind(question) == "comparison" and comparison_options(question):
+        for value in comparison_options(question):
+            key = normal_form(slot.kind, value)
+            found = next(((s, s.text.find(value)) for s in evidence if value in s.text),
+                         None)
+            if key in seen or found is None:
+                continue
+            seen.add(key)
+            sentence, at = found
+            options.append(Candidate(value=value, passage=sentence.passage,
+                                     offset=sentence.offset + at, context=value))
+        options.append(Candidate(value=NOT_STATED, origin="none"))
+        return options
+    in_question = normalise(question, fold=True)
+    return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES),
+                  lambda sentence, span, value: normalise(value, fold=True) not in in_question)
