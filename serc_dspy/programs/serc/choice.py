@@ -106,7 +106,8 @@ class SlotChooser(Stage):
 
     async def judge(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """Each fact's verdict from its slots' choices (or a sentence choice). The facts go
-        one by one: their calls share the node's evidence, a prefix the engine caches."""
+        one by one, each reading the few evidence sentences about it (`focus`); a fact's
+        slots and both option orders share that prefix, which the engine caches."""
         passages = check.passages or [Passage(text=check.evidence)]
         asked: dict[tuple[str, str], list[str | None]] = {}
         if run.trace.short_draft:
