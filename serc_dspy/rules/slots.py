@@ -358,9 +358,7 @@ def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     own = normal_form(slot.kind, slot.text)
 
     def states_own(sentence: EvidenceSentence) -> bool:  # as a value of its kind
-        return any(_compatible(slot.kind, s.kind) and
-                   normal_form(slot.kind, _as_kind(slot.kind, s)) == own
-                   for s in spans(sentence.text))
+        return _has_value(slot.kind, own, sentence.text)
 
     def shared(sentence: EvidenceSentence) -> int:
         return len(event & content_stems(sentence.text, subject))
@@ -374,14 +372,16 @@ def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
 def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
     """Whether the slot's own value (by its normal form) stands in an evidence sentence."""
     own = normal_form(slot.kind, slot.text)
-    for sentence in evidence:
-        for span in spans(sentence.text):
-            if _compatible(slot.kind, span.kind) and \
-                    normal_form(slot.kind, _as_kind(slot.kind, span)) == own:
-                return True
-        if slot.kind in ("name", "role") and own and own in normalise(sentence.text, fold=True):
-            return True
-    return False
+    return any(_has_value(slot.kind, own, sentence.text) or
+               (slot.kind in ("name", "role") and bool(own) and
+                own in normalise(sentence.text, fold=True))
+               for sentence in evidence)
+
+
+def _has_value(kind: str, value: str, text: str) -> bool:
+    """Whether `text` holds a span of the slot's kind whose normal form is `value`."""
+    return any(_compatible(kind, s.kind) and normal_form(kind, _as_kind(kind, s)) == value
+               for s in spans(text))
 
 
 def swap(text: str, old: str, new: str) -> str | None:
