@@ -23,9 +23,9 @@ from serc_dspy.rules.base import (
     RuleSet,
     UnknownRule,
     check_ids,
-    language_of,
     parse_switches,
 )
+from serc_dspy.rules.language import language_of
 
 __all__ = ["RULES", "Rule", "RuleSet", "UnknownRule", "check_ids", "language_of",
            "parse_switches", "rule_table"]

@@ -10,7 +10,6 @@ and measure what it is worth (`serc bench ... --ablate quote.overrule`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -59,37 +58,6 @@ def check_ids(ids: Iterable[str]) -> None:
     unknown = sorted(set(ids) - set(RULES))
     if unknown:
         raise UnknownRule(f"unknown rule {unknown[0]!r}; valid rules: {', '.join(RULES)}")
-
-
-_ENGLISH = frozenset("""the a an and of to is was were are be been he she it they his her their
-its that this with for on at by from as not no which who also had has have""".split())
-_OTHER = frozenset("""der die das und ist sind war wurde wurden nicht sie er ein eine einer den
-dem des zu mit von für auf bei aus nach le les et est une du il elle au aux sont était été pour
-dans par qui el los las y es por con para del una fue su sus lo il della che di è sono het een
-van zijn werd niet met voor och är var som och ett att på av""".split())
-"""Function words of German, French, Spanish, Italian, Dutch and Swedish that English prose does
-not use (names aside)."""
-_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-_LATIN_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-ASCII_LETTER_SHARE = 0.85
-MIN_OTHER_WORDS = 2
-
-
-def language_of(text: str) -> str:
-    """`en` when a text reads as English, else `other` (a documented heuristic, no model): it
-    is `other` when fewer than `ASCII_LETTER_SHARE` of its letters are ASCII (Chinese,
-    Russian, Greek...), or when it has more function words of other European languages than
-    English ones (and at least `MIN_OTHER_WORDS`). A short English sentence without function
-    words, or a text with no letters, counts as English."""
-    letters = _LETTER.findall(text or "")
-    if not letters:
-        return "en"
-    if sum(ch.isascii() for ch in letters) / len(letters) < ASCII_LETTER_SHARE:
-        return "other"
-    found = _LATIN_WORD.findall((text or "").lower())
-    english = sum(w in _ENGLISH for w in found)
-    other = sum(w in _OTHER for w in found)
-    return "other" if other >= MIN_OTHER_WORDS and other > english else "en"
 
 
 class RuleSet:

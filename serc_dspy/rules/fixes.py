@@ -8,7 +8,7 @@ its fix instead of the fact as `original`. These rules decide which replies are 
 from __future__ import annotations
 
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.words import content_stems, negations
+from serc_dspy.rules.words import content_stems, content_words, is_number, negations, stem
 
 POSITIONAL_MIN_SIMILARITY = 0.3
 """A fix mapped to a fact by position alone must still resemble it (a rewording of one fact
@@ -36,6 +36,12 @@ register(
          "0.36 [0.05, 0.77] calls per answer and did not measurably hurt (false claims fixed "
          "or removed -0.045 [-0.222, 0.000], true claims kept +0.010 [0.000, 0.038])",
          default=False),
+    Rule("fix.collateral", "a fix may change its contradicted detail and nothing else: it may "
+         "drop only details its evidence does not state, add only details its evidence "
+         "states, and negate only where its evidence negates", "a corrector dropped the true "
+         "year, changed 1867 to 1999, swapped \"born\" for \"killed\", negated the fact or "
+         "appended \"and she was a convicted fraudster\", and each was applied as a "
+         "correction"),
     Rule("fix.join_pieces", "several unmatched pieces for one open fact are joined into its "
          "fix", "a small corrector splits one fix into pieces"),
     Rule("fix.positional", "unmatched fixes and open facts that pair up one to one are mapped "
@@ -66,3 +72,39 @@ def loses_content(original: str, fixed: str, kept_aside: str | None = None,
     return bool(wanted) and len(wanted - content_stems(fixed)) > share * len(wanted)
 
 
+
+
+def collateral(original: str, fixed: str, evidence: str, subject: str = "",
+               contradicted: str | None = None, *, words: bool = True) -> str | None:
+    """What a fix changes beyond its contradicted detail, or None.
+
+    The evidence is the only licence for a change. A detail the fix adds (a number, a name,
+    with `words` any content word) must be in the fact or the evidence. A detail of the fact
+    that the evidence states may go only as the one it replaces (a number for a number, a word
+    for a word) or as the `contradicted` detail: "born in Kraków in 1867" -> "born in Warsaw"
+    replaced Kraków and dropped the true 1867. A negation may be added or removed only where
+    the evidence has one. A dependent's change (`words=False`) may reword freely, never add a
+    number or name."""
+    said = {_key(w) for w in content_words(evidence)}
+    own = content_words(original, subject)
+    new = content_words(fixed, subject)
+    had, kept = {_key(w) for w in own}, {_key(w) for w in new}
+    added = [w for w in new if _key(w) not in had and _key(w) not in said
+             and (words or is_number(w) or w[0].isupper())]
+    if added:
+        return f"it adds {', '.join(dict.fromkeys(added))}, which the evidence does not state"
+    aside = {_key(w) for w in content_words(contradicted or "")}
+    dropped = [w for w in dict.fromkeys(own) if _key(w) not in kept and _key(w) in said
+               and _key(w) not in aside]
+    replaced = [w for w in dict.fromkeys(new) if _key(w) not in had]
+    for numeric in (True, False):
+        gone = [w for w in dropped if is_number(w) == numeric]
+        if len(gone) > sum(is_number(w) == numeric for w in replaced):
+            return f"it drops {', '.join(gone)}, which the evidence states"
+    if negations(original) != negations(fixed) and not negations(evidence):
+        return "it changes a negation the evidence does not have"
+    return None
+
+
+def _key(word: str) -> str:
+    return word if is_number(word) else stem(word)

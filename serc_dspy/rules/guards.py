@@ -36,8 +36,7 @@ register(
          "a small model loops or recites its instructions",
          thresholds={"ratio": RUNAWAY_RATIO, "slack_chars": RUNAWAY_SLACK}),
     Rule("rewrite.unfaithful", "a rewrite that drops or adds a number or name of its facts is "
-         "refused", "a rewrite that adds a date writes an unverified fact into the answer",
-         english_only=True),
+         "refused", "a rewrite that adds a date writes an unverified fact into the answer"),
     Rule("rewrite.lost_content", "a rewrite that drops a content word or changes a negation "
          "of its facts is refused", "a rewrite dropped a lowercase fact, or added \"never\"",
          english_only=True),
@@ -61,7 +60,8 @@ register(
          "a polish may reorder and merge, never change the topic",
          thresholds={"min_overlap": DRIFT_MIN_OVERLAP}),
     Rule("polish.unfaithful", "a polish that drops or adds a number or name is refused",
-         "the polish must add no information", english_only=True),
+         "the polish must add no information (in any language: digits and capitals are not "
+         "English)"),
     Rule("polish.lost_content", "a polish that drops a content word or changes a negation is "
          "refused", "a polish dropped a sentence, or swapped \"studied at\" for \"was "
          "expelled from\"", english_only=True),

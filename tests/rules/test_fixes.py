@@ -3,12 +3,13 @@
 import pytest
 from rules_helpers import cited, run
 from scripted import CountingRetriever
+from test_serc import FACTS, S0, VERDICTS
 
 from serc_dspy import SERC
 
 FIRES = {"fix.restates", "fix.rewords", "fix.keeps_contradicted", "fix.empty",
          "fix.propagated_delete", "fix.retry", "fix.join_pieces", "fix.positional",
-         "fix.swap_back"}
+         "fix.swap_back", "fix.collateral"}
 QUIET = set(FIRES)
 BORN = "Marie Curie was born in Kraków."
 
@@ -107,3 +108,44 @@ def test_a_fix_that_names_no_fact_is_mapped_by_position():
     assert trace.ruled("fix.positional", "f0.0")
     assert trace.fact("f0.0").correction == "Marie Curie was born in Warsaw."
     assert not run().ruled("fix.positional")
+
+
+WHOLE = "Marie Curie was born in Kraków in 1867."
+
+
+def whole_sentence(fixed):
+    """A run whose first sentence is one contradicted fact (Kraków wrong, 1867 true), fixed
+    by `fixed`; the evidence is the passage "born in Warsaw in 1867 ...", with no negation."""
+    facts = {**FACTS, S0: [WHOLE]}
+    verdicts = {**VERDICTS, WHOLE: "CONTRADICTED"}
+    return run(AtomicFacts=lambda i: {"facts": facts.get(i["sentence"], [i["sentence"]])},
+               JudgeFacts=lambda i: {"verdicts": [verdicts.get(c, "SUPPORTED")
+                                                  for c in i["claims"]]},
+               JudgeFact=lambda i: {"verdict": verdicts.get(i["claim"], "SUPPORTED")},
+               CorrectFacts=fixes(lambda f: fixed if f == WHOLE else f))
+
+
+@pytest.mark.parametrize("fixed, why", [
+    ("Marie Curie was born in Warsaw.", "drops 1867"),  # the true year dropped
+    ("Marie Curie was born in Warsaw in 1999.", "adds 1999"),  # the true year changed
+    ("Marie Curie was killed in Warsaw in 1867.", "adds killed"),  # the verb swapped
+    ("Marie Curie was not born in Warsaw in 1867.", "negation"),  # the fact negated
+    ("Marie Curie was born in Warsaw in 1867, and she was a convicted fraudster.",
+     "adds convicted, fraudster"),  # an unsupported clause appended
+])
+def test_a_fix_that_changes_more_than_its_contradicted_detail_is_refused(fixed, why):
+    trace = whole_sentence(fixed)
+    ruling = trace.ruled("fix.collateral", "f0.0")
+    assert ruling and why in ruling[0].detail, [r.detail for r in trace.rulings]
+    fact = trace.fact("f0.0")
+    assert fact.status == "uncorrected" and fact.correction is None
+    assert "Kraków in 1867" in trace.answer and fixed not in trace.answer
+
+
+def test_a_fix_of_its_contradicted_detail_alone_is_a_correction():
+    trace = whole_sentence("Marie Curie was born in Warsaw in 1867.")
+    assert not trace.ruled("fix.collateral") and trace.fact("f0.0").status == "corrected"
+    assert "Warsaw in 1867" in trace.answer
+    off = run(program=SERC(retriever=CountingRetriever(), rules={"fix.collateral": False}),
+              CorrectFacts=fixes(lambda f: f.replace("Kraków", "Warsaw") + " She was evil."))
+    assert not off.ruled("fix.collateral") and "fix.collateral" in off.rules_off

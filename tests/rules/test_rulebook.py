@@ -1,6 +1,7 @@
 """The rulebook as a whole: every rule named and tested both ways, switches, languages, and
 rulings that survive a round trip and reach the view."""
 
+import pytest
 import test_agree
 import test_choose
 import test_draft
@@ -15,6 +16,7 @@ from scripted import entity
 from serc_dspy import SERC, InputError, Trace
 from serc_dspy.cli import main
 from serc_dspy.rules import RULES, RuleSet, UnknownRule, language_of, parse_switches, rule_table
+from serc_dspy.rules.guards import polish_problem
 from serc_dspy.view import render_trace
 
 MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
@@ -75,6 +77,34 @@ def test_language_is_read_from_the_draft():
     assert language_of(GERMAN) == "other" and language_of(CHINESE) == "other"
     assert RuleSet().for_language("other").off() == [
         r for r in RULES if RULES[r].english_only or not RULES[r].default]
+
+
+WAGNER = ("Richard Wagner was born in Leipzig in 1813. He wrote Der Ring des Nibelungen und "
+          "Die Walküre, and Tristan und Isolde was first performed in Munich in 1865.")
+
+
+@pytest.mark.parametrize("text, language", [
+    (WAGNER, "en"),  # German titles in English prose (N2): the English guards stay on
+    ("She wrote \"Les Misérables et le Petit Prince\" in Paris.", "en"),
+    ("Warsaw. Born 1868.", "en"),  # too little prose to tell: English, the safe side
+    ("Maria Skłodowska-Curie urodziła się w Warszawie w 1867 roku.", "other"),
+    ("Maria Curie nasceu em Varsóvia em 1867 e estudou em Paris.", "other"),
+    ("Мария Кюри родилась в Варшаве в 1867 году.", "other"),
+    (GERMAN, "other"), (CHINESE, "other"),
+])
+def test_the_language_is_read_from_the_prose_not_from_quoted_titles(text, language):
+    assert language_of(text) == language
+
+
+@pytest.mark.parametrize("draft, polished", [
+    (WAGNER, WAGNER.replace("Munich", "Vienna").replace("1865", "1866")),
+    (GERMAN, GERMAN.replace("1903", "1904")),
+    (CHINESE, CHINESE.replace("1903", "1904")),
+])
+def test_the_number_and_name_guards_hold_in_every_language(draft, polished):
+    rules = RuleSet().for_language(language_of(draft))
+    problem = polish_problem(polished, draft, "Marie Curie", rules)
+    assert problem and problem[0] == "polish.unfaithful", problem
 
 
 def test_english_only_rules_never_fire_on_a_german_or_chinese_draft():

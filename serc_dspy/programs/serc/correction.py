@@ -11,7 +11,7 @@ import dspy
 from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_sentence
 from serc_dspy.rules.agree import mentioned
 from serc_dspy.rules.draft import answer_claim
-from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, loses_content, rewords
+from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, collateral, loses_content, rewords
 from serc_dspy.rules.slots import swap
 from serc_dspy.signatures import CorrectFacts, FactFix
 from serc_dspy.steps import Run, StepSpec
@@ -143,7 +143,7 @@ class Corrector(Stage):
                                       "facts kept", fix, None)
             if fixes is None:
                 break
-            self.apply_fixes(run, fixes, open_facts, related)
+            self.apply_fixes(run, fixes, open_facts, related, evidence)
             if attempt == 0 and len(temperatures) > 1 and any(f.status == "pending"
                                                                for f in wrong):
                 run.rule("fix.retry", f"s{sentence}", detail="a contradicted fact got no usable "
@@ -156,10 +156,14 @@ class Corrector(Stage):
                         "fallback")
 
     def apply_fixes(self, run: Run, fixes: list[FactFix], open_facts: list[Fact],
-                    related: list[Fact]) -> None:
-        """Map one corrector reply onto the open facts (and their dependents)."""
+                    related: list[Fact], evidence: str) -> None:
+        """Map one corrector reply onto the open facts (and their dependents). The evidence
+        licenses what a fix may change (`fix.collateral`); a dependent's change may also
+        follow the reply's own corrections."""
+        licence = (evidence, evidence + "\n" + "\n".join(fix.fixed or "" for fix in fixes))
         unmatched = [fix for fix in fixes
-                     if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related)]
+                     if not self.apply_fix(run, fix.original, fix.fixed, open_facts, related,
+                                           licence)]
         still_open = [f for f in open_facts if f.status == "pending"]
         if len(unmatched) > 1 and len(still_open) == 1 and run.on("fix.join_pieces"):
             # Several pieces for the one open fact: the model split its fix. Join them.
@@ -178,7 +182,7 @@ class Corrector(Stage):
                     continue  # a fix unlike its fact is not a fix of it: never guessed
                 run.rule("fix.positional", fact.id, before=fix.original, after=fix.fixed,
                          detail="matched no fact by text; mapped by position")
-                self.apply_fix(run, fact.text, fix.fixed, [fact], [])
+                self.apply_fix(run, fact.text, fix.fixed, [fact], [], licence)
 
     def swap_back(self, run: Run, fact: Fact) -> None:
         """`fix.swap_back`: when the quote swapped exactly one detail, the minimal correction is
@@ -198,7 +202,7 @@ class Corrector(Stage):
         fact.correction, fact.status = minimal, "corrected"
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
-                  related: list[Fact]) -> bool:
+                  related: list[Fact], licence: tuple[str, str] = ("", "")) -> bool:
         """Map a returned `original` to the closest buffered fact, else to a dependent fact.
 
         A fix equal to its fact (after case and punctuation) is a no-op and changes nothing; a
@@ -214,11 +218,11 @@ class Corrector(Stage):
                 continue
             fact = open_facts[match[0]]
             record.fact, record.match_score, record.propagated = fact.id, match[1], propagated
-            refused = self.refuse_fix(run, fact, fixed, propagated)
+            refused = self.refuse_fix(run, fact, fixed, propagated, licence[propagated])
             if refused is not None:
-                if not propagated or refused == "fix.propagated_delete":
-                    run.rule(refused, fact.id, before=fact.text, after=fixed,
-                             detail="not a correction")
+                rule, why = refused
+                if not propagated or rule in ("fix.propagated_delete", "fix.collateral"):
+                    run.rule(rule, fact.id, before=fact.text, after=fixed, detail=why)
                 break
             fact.correction = fixed or None  # empty, with its rules off: pruned, as the paper
             fact.status = "corrected" if fixed else "pruned"
@@ -229,22 +233,30 @@ class Corrector(Stage):
             run.trace.corrections.append(record)
         return record.fact is not None
 
-    def refuse_fix(self, run: Run, fact: Fact, fixed: str, propagated: bool) -> str | None:
-        """The `fix.` rule that refuses a fix for this fact, or None when it is a correction."""
+    def refuse_fix(self, run: Run, fact: Fact, fixed: str, propagated: bool,
+                   evidence: str = "") -> tuple[str, str] | None:
+        """The `fix.` rule that refuses a fix for this fact and why, or None when it is a
+        correction."""
         if run.on("fix.restates") and normalise(fixed) == normalise(fact.text):
-            return "fix.restates"
+            return "fix.restates", "not a correction: it restates its fact"
         if run.on("fix.rewords") and fixed and rewords(fact.text, fixed, run.trace.subject):
-            return "fix.rewords"
+            return "fix.rewords", "not a correction: it rewords its fact"
         witness = fact.witness
         if not propagated and fixed and witness is not None and witness.kept_by(fixed) and \
                 run.on("fix.keeps_contradicted"):
             # "appointed Knight of the Thistle in 2009" -> "knighted in 2009": the year the
             # quote contradicts is still there, so nothing was fixed.
-            return "fix.keeps_contradicted"
+            return "fix.keeps_contradicted", "not a correction: it keeps the contradicted detail"
+        if fixed and evidence and run.on("fix.collateral"):
+            contradicted = witness.old if witness is not None else None
+            damage = collateral(fact.text, fixed, evidence, run.trace.subject, contradicted,
+                                words=not propagated)
+            if damage:
+                return "fix.collateral", damage
         if propagated and not fixed and run.on("fix.propagated_delete"):
-            return "fix.propagated_delete"
+            return "fix.propagated_delete", "not a correction: a propagated change may not delete"
         if not fixed and run.on("fix.empty"):
             # An empty fix says the corrector could not fix it, not that the fact is false
             # beyond repair: the fact stays contradicted (and open for the retry).
-            return "fix.empty"
+            return "fix.empty", "not a correction: it is empty"
         return None
