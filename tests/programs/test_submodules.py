@@ -57,7 +57,8 @@ def test_the_reconstructor_runs_alone_with_its_guards():
         result = Reconstructor()(subject="Marie Curie", sentence=S0,
                                  facts=["Marie Curie was born in Warsaw in 1867."])
     assert engine.of("RewriteSentence")
-    assert [r.rule for r in result.rulings][:1] == ["rewrite.too_short"]
+    guards = [r.rule for r in result.rulings if r.rule != "rewrite.orphan"]
+    assert guards[:1] == ["rewrite.too_short"]
     assert result.sentence  # a fallback, never "Ok."
 
 

@@ -26,7 +26,8 @@ def test_a_right_draft_is_supported_by_choice_or_uncontested_and_left_alone():
     assert trace.ruled("choose.supported", "f0.0")     # 1911 and Chemistry were offered
     assert trace.ruled("choose.uncontested", "f1.0")   # the passage offers no other year
     assert not trace.ruled("choose.swap") and not trace.ruled("choose.unverified")
-    assert not trace.ruled("choose.uncontested", "f0.0")
+    # its name slot had no rival: supported without a choice, which the rule says too
+    assert trace.ruled("choose.uncontested", "f0.0")
     # switched off, an uncontested slot is not supported without a choice: unverified
     off, _ = decode(RIGHT, RIGHT_FACTS, rules={"choose.uncontested": False})
     assert not off.trace.ruled("choose.uncontested") and off.trace.ruled("choose.unverified",

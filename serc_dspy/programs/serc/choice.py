@@ -247,6 +247,8 @@ class SlotChooser(Stage):
         if len(wrong) < 2 or sentence == fact.text or not run.on("choose.settle"):
             return
         text = "\n".join(s.text for s in focus(evidence, sentence, name))
+        run.rule("choose.settle", fact.id, detail=f"{len(wrong)} contradicted slots of one fact: "
+                 "asked again in the whole sentence")
         for slot in wrong:
             claim = blank_in(sentence, slot.text)
             again = await self.ask(run, fact, slot, text, claim) if claim else []
@@ -297,10 +299,13 @@ class SlotChooser(Stage):
             return
         if all(s.ruling == "supported" for s in fact.slots):
             fact.verdict = fact.lm_verdict = "SUPPORTED"
-            uncontested = [s.text for s in fact.slots if not s.choices]
-            run.rule("choose.supported" if len(uncontested) < len(fact.slots)
-                     else "choose.uncontested", fact.id, after="SUPPORTED",
-                     detail=", ".join(f"{s.kind} {s.text!r}" for s in fact.slots))
+            uncontested = [s for s in fact.slots if not s.choices]
+            if len(uncontested) < len(fact.slots):
+                run.rule("choose.supported", fact.id, after="SUPPORTED", detail=", ".join(
+                    f"{s.kind} {s.text!r}" for s in fact.slots if s.choices))
+            if uncontested:  # supported without a choice: the rule acted, and says so
+                run.rule("choose.uncontested", fact.id, after="SUPPORTED", detail=", ".join(
+                    f"{s.kind} {s.text!r}" for s in uncontested))
             return
         failed = any(c is None for s in fact.slots for c in s.choices)
         fact.verdict = None if failed else "NOT_FOUND"

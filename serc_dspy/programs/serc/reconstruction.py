@@ -67,6 +67,9 @@ class Reconstructor(Stage):
         sentence.kept_verbatim = False
         orphans = (orphan_details(sentence.text, [f.text for f in facts], trace.subject)
                    if run.on("rewrite.orphan") else [])
+        if orphans:  # they bind every path below, so the rule acts here: a ruling says so
+            run.rule("rewrite.orphan", f"s{sentence.index}", detail="details of the sentence "
+                     f"that no fact carries, which its new text must keep: {', '.join(orphans)}")
         if not kept:
             sentence.rewritten = "" if not orphans else self.fallback_sentence(
                 run, sentence, facts, kept, orphans, ("rewrite.orphan",
