@@ -11,12 +11,14 @@ from serc_dspy.rules.slots import (
     MAX_CANDIDATES,
     NOT_STATED,
     EvidenceSentence,
+    Span,
     _count,
     _offer,
     focus,
     normal_form,
     spans,
 )
+from serc_dspy.rules.words import content_stems
 from serc_dspy.text import normalise
 from serc_dspy.trace import Candidate, Slot
 
@@ -37,14 +39,16 @@ def question_kind(question: str) -> str:
     if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
         return "yes/no"
     if re.match(r"^(?:when|what (?:year|date|month|decade|century)|in (?:what|which) "
-                r"(?:year|decade))\b", q):
-        return "date"
+                r"(?:year|decade))\b", q) or re.search(r"\b(?:in|what|which) (?:year|decade)"
+                                                        r"\b[^,]*\?$", q):
+        return "date"  # "..., released in what year?" asks for a date too
     if re.match(r"^(?:how (?:many|much|long|old|far|tall|big|large))\b", q):
         return "number"
     if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
-                r"what (?:city|country|state|town|county|place))\b", q):
+                r"what (?:city|country|state|town|county|place))\b", q) or \
+            re.search(r"\b(?:what|which) (?:city|country|state|town|county)\b[^,]*\?$", q):
         return "place"
-    if re.match(r"^(?:who|whom|whose)\b", q):
+    if re.match(r"^(?:who|whom|whose)\b", q) or re.search(r"\bby whom\b|\b(?:by )?who\?$", q):
         return "person"
     return "other"
 
@@ -56,10 +60,16 @@ def comparison_options(question: str) -> list[str]:
     left, sep, right = text.rpartition(" or ")
     if not sep:
         return []
-    cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
-    cuts += [m.end() for m in _COMPARISON.finditer(left)]
-    first = left[max(cuts, default=0):].strip(" ,:")
+    marks = list(_COMPARISON.finditer(left))
+    after = left[marks[-1].end():].strip(" ,:") if marks else ""
+    if after:  # "founded first, Hole, the rock band that ..., or The Wolfhounds": "Hole"
+        first = after.split(",")[0].strip()
+    else:
+        cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
+        first = left[max(cuts, default=0):].strip(" ,:")
     options = [first, right.strip(" ,:")]
+    if options[1].lower() in ("not", "no", "neither"):  # "... both in X, or not?": yes/no
+        return []
     return options if all(options) and options[0].lower() != options[1].lower() else []
 
 
@@ -76,17 +86,36 @@ def answer_slots(question: str, sentence: str) -> list[Slot]:
                 return [Slot(kind="name", text=option, start=sentence.find(option))]
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
-    found = [s for s in spans(sentence) if s.kind in wanted and _count(sentence, s.text) == 1]
+    found = answer_spans(question, sentence, lambda s: s.kind in wanted)
     whole = sentence.strip().rstrip(".!")
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS):
         return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
-    other = [s for s in spans(sentence) if _count(sentence, s.text) == 1]
+    other = answer_spans(question, sentence, lambda s: True)
     if not found and other:  # "Born 1868." answering where and when: its detail is the year
         return [Slot(kind=other[0].kind, text=other[0].text, start=other[0].start)]
     if whole and _count(sentence, whole) == 1 and len(whole.split()) <= SHORT_PHRASE_WORDS:
         span_kind = "year" if _YEAR.fullmatch(whole) else "name"
         return [Slot(kind=span_kind, text=whole, start=sentence.find(whole))]
     return []
+
+
+def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
+    """The draft's detail spans that could be its answer, best first: once in the sentence;
+    not a value the question itself names ("Lee Jun-fan played ..." answering "Lee Jun-fan
+    played what character?" restates the question), unless every span is; a quoted title
+    after an unquoted value ("The duet "Golden Ring" was sung by Loretta Lynn" answers
+    who)."""
+    found = [s for s in spans(sentence) if wanted(s) and _count(sentence, s.text) == 1]
+    asked = f" {normalise(question, fold=True)} "
+    new = [s for s in found if f" {normalise(s.text, fold=True)} " not in asked]
+    found = new or found
+    return sorted(found, key=lambda s: _quoted(sentence, s))
+
+
+def _quoted(sentence: str, span: Span) -> bool:
+    before, after = sentence[:span.start], sentence[span.start + len(span.text):]
+    return before.rstrip()[-1:] in "\"“'‘" and bool(before.strip()) and \
+        after.lstrip()[:1] in "\"”'’"
 
 
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence]
@@ -112,3 +141,24 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     in_question = normalise(question, fold=True)
     return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES),
                   lambda sentence, span, value: normalise(value, fold=True) not in in_question)
+
+
+FRAME_WORDS = 8
+"""How many words before a value in an evidence sentence count as what the sentence says of
+it ("film directed by ___", "written by ___")."""
+
+
+def frame_score(question: str, value: str, evidence: list[EvidenceSentence]) -> int:
+    """How closely the evidence states `value` as the answer to `question`: the most question
+    words among the few words that lead up to it in an evidence sentence ("directed by who?"
+    is answered by "directed by Robert Zemeckis", not by "written by Neil Gaiman")."""
+    asked = content_stems(question)
+    key = normalise(value, fold=True)
+    best = 0
+    for sentence in evidence:
+        text = normalise(sentence.text, fold=True)
+        at = f" {text} ".find(f" {key} ") if key else -1
+        if at >= 0:
+            lead = " ".join(text[:at].split()[-FRAME_WORDS:])
+            best = max(best, len(asked & content_stems(lead)))
+    return best

@@ -4,6 +4,7 @@ choice in two orders, the decision, and the swap as the only edit."""
 import re
 
 import dspy
+import pytest
 from scripted import scripted_lm
 from test_serc import handlers
 
@@ -235,6 +236,8 @@ SHORT_CORPUS = LocalCorpus.from_texts({
     "a.txt": "Arthur's Magazine (1844-1846) was an American literary periodical published in "
              "Philadelphia. First for Women is a woman's magazine first published in 1989.",
     "b.txt": "Maria Skłodowska, later Marie Curie, was born in Warsaw on 7 November 1867.",
+    "c.txt": "Beowulf is a 2007 epic fantasy film directed by Robert Zemeckis and written by "
+             "Neil Gaiman and Roger Avary.",
 })
 
 
@@ -369,3 +372,36 @@ def test_a_short_answer_the_evidence_states_is_never_replaced_by_a_choice():
     # a caller's value the evidence never states can still be replaced
     fixed, _ = short("Where was Marie Curie born?", "Kraków", pick("Warsaw"))
     assert fixed.answer == "Warsaw" and not fixed.trace.ruled("choose.own_stated")
+
+
+def test_a_stated_short_answer_gives_way_to_the_value_the_evidence_states_for_the_question():
+    # the evidence names the caller's answer, but for another role: "written by Neil Gaiman"
+    # does not answer "directed by who?", which "film directed by Robert Zemeckis" does
+    question = "Roger Avary wrote the screenplay for Beowulf, a 2007 film, directed by who?"
+    result, _ = short(question, "Neil Gaiman", pick("Robert Zemeckis"))
+    assert result.answer == "Robert Zemeckis" and not result.trace.ruled("choose.own_stated")
+    kept, _ = short("Who wrote the screenplay of Beowulf with Roger Avary?", "Neil Gaiman",
+                    pick("Robert Zemeckis"))
+    assert kept.answer == "Neil Gaiman" and kept.trace.ruled("choose.own_stated")
+
+
+@pytest.mark.parametrize("question, draft, slot", [
+    # the value the question names is no answer; the new one is
+    ("What author was associated with Dysteleology?", "Dysteleology is associated with Orwell.",
+     "Orwell"),
+    # a quoted title comes after an unquoted name
+    ("What singer sang a duet with her ex-husband?", 'The duet "Golden Ring" was sung by '
+     "Loretta Lynn.", "Loretta Lynn"),
+    # "..., released in what year?" asks for a date
+    ('The single "New Rules" by Dua Lipa was released in what year?',
+     '"New Rules" was released in 2018.', "2018"),
+    # a comparison whose first option is followed by an apposition
+    ("Which band was founded first, Hole, the rock band that Courtney Love fronted, or The "
+     "Wolfhounds?", "Hole was the first band founded.", "Hole"),
+])
+def test_a_short_answers_slot_is_the_value_that_answers_the_question(question, draft, slot):
+    from serc_dspy.rules.answers import answer_slots, comparison_options
+
+    assert [s.text for s in answer_slots(question, draft)] == [slot]
+    if "Hole" in question:
+        assert comparison_options(question) == ["Hole", "The Wolfhounds"]

@@ -19,7 +19,12 @@ import dspy
 
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
-from serc_dspy.rules.answers import answer_candidates, answer_slots, question_kind
+from serc_dspy.rules.answers import (
+    answer_candidates,
+    answer_slots,
+    frame_score,
+    question_kind,
+)
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.slots import (
     NOT_STATED,
@@ -206,6 +211,8 @@ class SlotChooser(Stage):
                 # choice alone (HaluEval's report split: 6 of 30 right answers were); a
                 # comparison's two options both stand in the evidence, so it is exempt
                 attested = (own_stated and question_kind(run.trace.question) != "comparison"
+                            and frame_score(run.trace.question, own, evidence) >=
+                            frame_score(run.trace.question, first, evidence)
                             if short else own_attested(slot, fact.text, evidence, rival, name))
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
