@@ -53,7 +53,8 @@ register(
     Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
          "the evidence states the fact's own value in a sentence about the fact's event more "
          "closely than the rival's sentence (a caller's short answer: when the evidence states "
-         "it with at least as many of the question's words leading up to it as the rival): the fact stays unverified", "on the report "
+         "it with at least as many of the question's words leading up to it as the rival): "
+         "the fact stays unverified", "on the report "
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
     Rule("choose.settle", "two slots of one fact contradicted (either swap would make it "
