@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import re
 
+from pydantic import ValidationError
+
 
 class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""
@@ -151,3 +153,11 @@ def describe(exc: BaseException) -> str:
     """`Type: message` on one line, secrets redacted: the form failures take in traces, events,
     results files and CLI errors."""
     return redact(one_line(f"{type(exc).__name__}: {exc}"))
+
+
+def first_problem(exc: ValidationError) -> str:
+    """A pydantic validation error's first problem on one line, `field.path: message`: what a
+    person needs to find and fix a malformed record, without pydantic's help links."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc") or ())
+    return redact(one_line(f"{where}: {error['msg']}" if where else error["msg"]))

@@ -14,9 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from serc_dspy.errors import UserError, describe
+from serc_dspy.errors import UserError, describe, first_problem
 from serc_dspy.io import read_jsonl_rows
 from serc_dspy.text import normalise
 
@@ -50,7 +57,39 @@ class FactcheckItem(BaseModel):
     """(source, text); the source is the passage's URL where the data gives one."""
 
 
-def _label(value: Any) -> Label:
+class BenchSentence(BaseModel):
+    """One sentence of an item as the file must hold it: a claim list is a list of strings, one
+    label per claim (true, false or "unknown"), evidence groups lists of strings. A string
+    where a list belongs would be read letter by letter, so it is refused, not iterated."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    text: str = ""
+    claims: list[str] = Field(default_factory=list)
+    claims_factuality_label: list[bool | str] = Field(default_factory=list)
+    revised_claims: list[str | None] = Field(default_factory=list)
+    auto_evidence: list[list[str | None] | None] = Field(default_factory=list)
+    auto_evidence_url: list[list[str | None] | None] = Field(default_factory=list)
+    human_evidence: list[str | None] = Field(default_factory=list)
+
+    @field_validator("claims_factuality_label")
+    @classmethod
+    def _labels(cls, labels: list[bool | str]) -> list[bool | str]:
+        for value in labels:
+            if isinstance(value, str) and value.strip().lower() not in ("true", "false",
+                                                                         "unknown"):
+                raise ValueError(f"label {value!r} is not true, false or unknown")
+        return labels
+
+    @model_validator(mode="after")
+    def _one_label_per_claim(self) -> BenchSentence:
+        if len(self.claims_factuality_label) != len(self.claims):
+            raise ValueError(f"{len(self.claims)} claims but "
+                             f"{len(self.claims_factuality_label)} labels")
+        return self
+
+
+def _label(value: bool | str) -> Label:
     if value is True or str(value).strip().lower() == "true":
         return "true"
     if value is False or str(value).strip().lower() == "false":
@@ -80,28 +119,27 @@ def _item(row: dict[str, Any], number: int, path: Path, evidence: Evidence) -> F
         raise bad("no 'sentences' object")
     claims: list[BenchClaim] = []
     passages: dict[tuple[str, str], None] = {}
-    for s_index, sentence in enumerate(sentences.values()):
-        if not isinstance(sentence, dict):
-            raise bad("a sentence is not an object")
-        texts = sentence.get("claims") or []
-        labels = sentence.get("claims_factuality_label") or []
-        revised = sentence.get("revised_claims") or []
-        for c_index, claim in enumerate(texts):
-            label = _label(labels[c_index]) if c_index < len(labels) else "unknown"
+    for s_index, (key, raw) in enumerate(sentences.items()):
+        try:
+            sentence = BenchSentence.model_validate(raw)
+        except ValidationError as exc:
+            raise bad(f"sentence {key!r} is malformed ({first_problem(exc)})") from None
+        for c_index, claim in enumerate(sentence.claims):
+            revised = sentence.revised_claims
             claims.append(BenchClaim(
-                index=len(claims), sentence=s_index, sentence_text=str(sentence.get("text", "")),
-                text=str(claim), label=label,
-                revised=str(revised[c_index]) if c_index < len(revised) else ""))
+                index=len(claims), sentence=s_index, sentence_text=sentence.text,
+                text=claim, label=_label(sentence.claims_factuality_label[c_index]),
+                revised=str(revised[c_index] or "") if c_index < len(revised) else ""))
         if evidence == "auto":
-            for group, urls in zip(sentence.get("auto_evidence") or [],
-                                   sentence.get("auto_evidence_url") or [], strict=False):
+            for group, urls in zip(sentence.auto_evidence, sentence.auto_evidence_url,
+                                   strict=False):
                 for text, url in zip(group or [], urls or [], strict=False):
                     if str(text or "").strip():
                         passages[(str(url or f"factcheck item {number}"), str(text).strip())] = None
         else:
-            for c_index, raw in enumerate(sentence.get("human_evidence") or []):
-                found = _human_passage(raw, f"human evidence, item {number}, "
-                                            f"sentence {s_index + 1}, claim {c_index + 1}")
+            for c_index, raw_passage in enumerate(sentence.human_evidence):
+                found = _human_passage(raw_passage, f"human evidence, item {number}, "
+                                                    f"sentence {s_index + 1}, claim {c_index + 1}")
                 if found:
                     passages[found] = None
     return FactcheckItem(id=f"factcheck-{number}", number=number, question=row["prompt"].strip(),

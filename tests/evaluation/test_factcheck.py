@@ -392,3 +392,30 @@ def test_a_stray_jsonl_in_the_output_folder_is_never_scored_as_a_method(tmp_path
     captured = capsys.readouterr()
     assert set(json.loads(captured.out)["methods"]) == {"initial"}
     assert "not scored: notes.jsonl" in captured.err
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("claims", "Argentina has won the World Cup once.", "claims"),  # a string, not a list
+    ("claims_factuality_label", ["falsetrue"], "falsetrue"),
+    ("claims_factuality_label", [float("nan")], "claims_factuality_label"),
+    ("claims_factuality_label", None, "labels"),  # no label list for one claim
+    ("auto_evidence", ["a string group"], "auto_evidence"),  # per-character passages
+])
+def test_a_malformed_item_is_refused_with_file_and_line_through_the_command(
+        tmp_path, capsys, field, value, words):
+    path = _data(tmp_path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    sentence = rows[1]["sentences"]["sentence1"]
+    if value is None:
+        del sentence[field]
+    else:
+        sentence[field] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(UserError, match=rf"line 2: sentence 'sentence1' is malformed.*{words}"):
+        load_factcheck(path)
+    from serc_dspy.cli import main
+
+    code = main(["bench", "factcheck", "--data", str(path), "--items", "2", "--method",
+                 "initial", "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "line 2" in err and "Traceback" not in err
