@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.evaluation.compare import compare_files
-from serc_dspy.io import read_jsonl, write_jsonl
+from serc_dspy.evaluation.results import sibling
+from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.rules import RULES
 
 VARIANT = "~"
@@ -71,6 +72,11 @@ def carry_unfired(base: Path, target: Path, rule: str) -> int:
         carried.append({**record, "carried_from": base.name})
     if carried:
         write_jsonl(target, carried)
+        meta = read_json(sibling(base, ".meta.json"), what="meta file") \
+            if sibling(base, ".meta.json").is_file() else {}
+        if isinstance(meta, dict) and meta.get("lm"):  # the carried records' own settings
+            write_json(sibling(target, ".meta.json"), {**meta, "options": None,
+                                                       "seeded_from": base.name})
     return len(carried)
 
 

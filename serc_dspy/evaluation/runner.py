@@ -109,8 +109,12 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
     except UserError as exc:
         raise UserError(f"{exc}; move it away to start a new experiment, or write to another "
                         "--out file") from None
-    if not isinstance(previous, dict) or not previous:
-        return
+    if not isinstance(previous, dict) or not previous.get("lm"):
+        # records without the meta that says which LM and options made them: a resume could
+        # mix two experiments in one file and then name only the second
+        raise UserError(f"{meta_path.name} is missing or holds no run settings, so the results "
+                        "beside it cannot be resumed: move them away to start a new "
+                        "experiment, or write to another --out file")
     before = {k: v for k, v in (previous.get("options") or {}).items()
               if k not in _CONCURRENCY_OPTIONS and takes(k)}
     now = {k: v for k, v in jsonable(options).items()
@@ -123,6 +127,8 @@ def _check_same_settings(meta_path: Path, lm_name: str | None, options: Mapping[
         for key in dict.fromkeys([*recorded, *decoding]):
             if recorded.get(key) != decoding.get(key):
                 _refuse(meta_path, key, recorded.get(key), decoding.get(key))
+    if previous.get("seeded_from"):  # an ablation's carried records: its options differ
+        before = now
     if previous.get("lm") != lm_name or before != now:
         raise UserError(
             f"{meta_path.name} says these results were made with lm {previous.get('lm')!r} "
@@ -212,12 +218,14 @@ def _run_claimed(method, items, out, store, done, *, retriever, lm, adapter, wor
         retriever_name = getattr(retriever, "name", None) if retriever is not None else None
         _check_same_settings(meta_path, lm_name(lm), method_options,
                              {"dataset": dataset, "retriever": retriever_name,
+                              "retriever_sha256": getattr(retriever, "content_sha256", None),
                               **{k: meta[k] for k in RESULT_INPUTS if k in meta}},
                              decoding, takes=get_method(method).accepts)
     info = {
         **_provenance(meta_path),
         "method": method, "dataset": dataset, "lm": lm_name(lm),
         "retriever": getattr(retriever, "name", None) if retriever is not None else None,
+        "retriever_sha256": getattr(retriever, "content_sha256", None),
         "options": jsonable(method_options), "decoding": decoding, "workers": workers,
         "limit": limit, "items": len(items), **meta,
         "started": timestamp(),

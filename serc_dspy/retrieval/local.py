@@ -14,6 +14,7 @@ are cached on disk per corpus.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -232,6 +233,11 @@ class LocalCorpus:
         self._name = name.replace("local:", "local-hybrid:", 1) if dense else name
         self.chunk_chars = chunk_chars
         self._passages = list(_passages(docs, chunk_chars))
+        digest = hashlib.sha256()
+        for passage in self._passages:
+            digest.update(f"{passage.source}\0{passage.text}\0".encode())
+        self.content_sha256 = digest.hexdigest()
+        """What the corpus holds, so a resumed run refuses an edited corpus under one path."""
         if not self._passages:
             raise CorpusError(f"corpus has no text: {origin}")
         tokens = [tokenize(p.text) for p in self._passages]

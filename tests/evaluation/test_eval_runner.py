@@ -89,9 +89,14 @@ def test_a_failing_item_is_recorded_and_retried_on_resume(tmp_path):
 
 
 def test_failed_items_can_be_kept_on_resume(tmp_path):
+    def boom(inputs):
+        raise RuntimeError("Boom")
+
+    failing, _ = scripted_lm({"AnswerQuestion": boom})
     lm, engine = scripted_lm({"AnswerQuestion": lambda i: {"answer": "ok"}})
     out = tmp_path / "run.jsonl"
-    out.write_text(json.dumps({"id": "item-0", "method": "initial", "error": "Boom"}) + "\n")
+    run_experiment("initial", items(1), out, lm=failing, progress=False)
+    assert lines(out)[0]["error"]
     run_experiment("initial", items(2), out, lm=lm, progress=False, retry_failed=False)
     assert len(engine.calls) == 1
     assert [r["id"] for r in lines(out)] == ["item-0", "item-1"]
@@ -215,3 +220,36 @@ def test_resuming_with_another_lm_or_options_is_refused(tmp_path):
     summary = run_experiment("initial", items(3), out, lm=lm, progress=False, top_k=3,
                              fact_evidence=True, reconstruct="minimal")
     assert (summary.skipped, summary.completed) == (2, 1)
+
+
+@pytest.mark.parametrize("meta", [None, "[1, 2]", "{}"])
+def test_results_whose_meta_is_gone_or_malformed_are_never_resumed(tmp_path, meta):
+    # with another LM, a resume would mix two experiments in one file and name only the second
+    lm, _ = scripted_lm({"AnswerQuestion": lambda i: {"answer": "x"}})
+    other, _ = scripted_lm({"AnswerQuestion": lambda i: {"answer": "y"}}, name="other")
+    out = tmp_path / "run.jsonl"
+    run_experiment("initial", items(1), out, lm=lm, progress=False)
+    meta_path = tmp_path / "run.meta.json"
+    if meta is None:
+        meta_path.unlink()
+    else:
+        meta_path.write_text(meta)
+    with pytest.raises(UserError, match="cannot be resumed"):
+        run_experiment("initial", items(2), out, lm=other, progress=False)
+    assert [r["answer"] for r in lines(out)] == ["x"]
+
+
+def test_an_edited_corpus_under_the_same_path_is_refused_on_resume(tmp_path):
+    from serc_dspy import LocalCorpus
+
+    lm, _ = scripted_lm({"AnswerQuestion": lambda i: {"answer": "x"}})
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Marie Curie was born in Warsaw in 1867.")
+    out = tmp_path / "run.jsonl"
+    run_experiment("initial", items(1), out, lm=lm, progress=False,
+                   retriever=LocalCorpus(corpus))
+    (corpus / "a.txt").write_text("Marie Curie was born in Kraków in 1867.")
+    with pytest.raises(UserError, match="retriever_sha256"):
+        run_experiment("initial", items(2), out, lm=lm, progress=False,
+                       retriever=LocalCorpus(corpus))
