@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from serc_dspy.text import split_sentences
+from serc_dspy.text import is_wide, split_sentences
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^(\s*(?:[-*•+]|\d{1,3}[.)])\s+)(?=\S)")
@@ -96,6 +96,21 @@ class Layout:
                 sentences.extend(found)
         return cls(_merge_raw(blocks), sentences)
 
+    def _gaps(self, block: Block) -> list[str]:
+        """What follows each of a block's sentences before the next one in the draft (a space,
+        two, a line break, or nothing between CJK sentences), so a rebuilt block keeps the
+        draft's own spacing; a space where the sentences cannot be found."""
+        originals = [self.sentences[i] for i in block.sentences]
+        pos, ends = 0, []
+        for sentence in originals:
+            at = block.text.find(sentence, pos)
+            if at < 0:
+                return [_gap_default(t) for t in originals]
+            ends.append((at, at + len(sentence)))
+            pos = at + len(sentence)
+        return [block.text[end:ends[k + 1][0]] if k + 1 < len(ends) else ""
+                for k, (_, end) in enumerate(ends)]
+
     def rebuild(self, texts: list[str]) -> str:
         """The draft with sentence `i` replaced by `texts[i]` (an empty text drops it), every
         raw block, list marker and line break where it was."""
@@ -108,10 +123,17 @@ class Layout:
             if new == [self.sentences[i] for i in block.sentences]:
                 out.append(block.prefix + block.text)
                 continue
-            body = " ".join(t.strip() for t in new if t and t.strip())
+            gaps = self._gaps(block)
+            kept = [(t.strip(), gaps[k]) for k, t in enumerate(new) if t and t.strip()]
+            body = "".join(text + (gap if n < len(kept) - 1 else "")
+                           for n, (text, gap) in enumerate(kept))
             if body:
                 out.append(block.prefix + body)
         return "".join(out)
+
+
+def _gap_default(text: str) -> str:
+    return "" if text and is_wide(text[-1]) else " "
 
 
 def _merge_raw(blocks: list[Block]) -> list[Block]:

@@ -136,6 +136,9 @@ class Run:
     """The run's `serc_dspy.rules.RuleSet` (which rules are on), for programs that have rules."""
     serial_stages: frozenset[str] = frozenset()
     """Stages whose calls run one at a time (see `call`)."""
+    raw_draft: str | None = None
+    """The caller's draft as given, before `text.defang`: the answer's untouched text is
+    returned as the caller wrote it."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _slots: PrioritySlots | None = None
     _gates: dict[str, asyncio.Lock] = field(default_factory=dict)

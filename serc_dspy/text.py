@@ -101,6 +101,19 @@ def defang(text: str) -> str:
                              clean_text(text or ""))
 
 
+def restore_markers(answer: str, original: str) -> str:
+    """`answer` with each field marker that `defang` broke up in `original` (the caller's
+    draft) put back as the caller wrote it: defanging guards the prompts, and the caller's
+    untouched text comes back byte for byte. A broken-up form the caller wrote themselves is
+    left alone."""
+    original = clean_text(original or "")
+    for marker in dict.fromkeys(m.group(0) for m in _FIELD_MARKER.finditer(original)):
+        broken = defang(marker)
+        if broken != marker and broken not in original:
+            answer = answer.replace(broken, marker)
+    return answer
+
+
 def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120) -> bool:
     """True when a rewrite is far longer than what it was written from.
 

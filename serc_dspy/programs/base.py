@@ -28,7 +28,7 @@ from serc_dspy.steps import (
     StepSpec,
     run_sync,
 )
-from serc_dspy.text import defang
+from serc_dspy.text import defang, restore_markers
 from serc_dspy.trace import Passage, Step, Trace
 
 __all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
@@ -188,6 +188,7 @@ class TracedProgram(dspy.Module):
         """Validate the inputs and open a run with a fresh trace and its step layer."""
         question = defang(check_text("question", question))
         draft = check_text("draft", draft, allow_none=True)
+        raw_draft = draft
         draft = defang(draft) if draft is not None else None
         if self.needs_retriever and self.retriever is None:
             raise InputError(
@@ -210,12 +211,15 @@ class TracedProgram(dspy.Module):
                   deadline_s=self.deadline_s, serial_stages=self.serial_stages)
         if self.deadline_s is not None:
             run.deadline = time.monotonic() + self.deadline_s
+        run.raw_draft = raw_draft
         return run, question, draft
 
     def finish(self, run: Run, answer: str) -> dspy.Prediction:
         """Close the run. A run whose LM calls all failed is a failure, never a correction:
         status "failed", one warning, and `DecodingFailed` when `on_error="raise"`."""
         trace = run.trace
+        if run.raw_draft:
+            answer = restore_markers(answer, run.raw_draft)
         trace.answer = answer
         usage = trace.usage.total
         if trace.status != "failed" and self.needs_retriever and \

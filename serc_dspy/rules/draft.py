@@ -16,3 +16,21 @@ def answer_claim(question: str, answer: str) -> str:
     """A short answer as the statement it makes: "Ulster County" to "Which county is New
     Paltz in?" claims that the answer to that question is Ulster County."""
     return f'The answer to the question "{question.strip()}" is {answer.strip().rstrip(".")}.'
+
+
+CLAIM_WRAPPER = "the answer to the question"
+
+
+def claim_value(question: str, text: str, form: str) -> str | None:
+    """The value an `answer_claim` states, written in the caller's `form` (a bare "Kraków"
+    stays bare, "Kraków." keeps its stop); `text` itself when it wears no wrapper; None when
+    the wrapper is there but mangled, so no wrapper ever reaches the caller."""
+    prefix = f'The answer to the question "{question.strip()}" is '
+    body = text.strip()
+    if body.lower().startswith(prefix.lower()):
+        body = body[len(prefix):].strip()
+        body = body[:-1] if body.endswith(".") else body
+        if not form.strip().endswith("."):
+            return body
+        return body + "."
+    return None if CLAIM_WRAPPER in body.lower() or question.strip() in body else body

@@ -17,6 +17,7 @@ from serc_dspy.programs.serc.common import (
     Stage,
     as_sentence,
 )
+from serc_dspy.rules.draft import claim_value
 from serc_dspy.rules.guards import minimal_edit, orphan_details, polish_problem, rewrite_problem
 from serc_dspy.rules.slots import only_span_changed, swap
 from serc_dspy.signatures import PolishAnswer, RewriteSentence
@@ -182,8 +183,17 @@ class Reconstructor(Stage):
                 run.log("polish", "no evidence confirms the short draft; returned it unchanged",
                         "fallback")
             return trace.received
-        parts = [s.rewritten if s.index in corrected and not s.kept_verbatim and s.rewritten
-                 else s.text for s in trace.sentences]
+        parts = []
+        for s in trace.sentences:
+            new = s.rewritten if s.index in corrected and not s.kept_verbatim else None
+            value = claim_value(trace.question, new, s.text) if new else None
+            if new and not value:  # the claim's wrapper would leak into the answer
+                for fact in trace.facts:
+                    if fact.sentence == s.index and fact.status == "corrected":
+                        fact.status = "uncorrected"
+                run.log("polish", f"part {s.index} of the short draft kept: its correction "
+                        "could not be written in the draft's form", "fallback")
+            parts.append(value or s.text)
         answer = layout.rebuild(parts).strip()
         for fact in trace.facts:
             if fact.status == "corrected":
