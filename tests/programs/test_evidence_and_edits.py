@@ -111,3 +111,25 @@ def test_an_evidence_window_below_one_sentence_is_refused():
 
     with pytest.raises(UserError, match="evidence_window"):
         SERC(retriever=CORPUS, evidence_window=0)
+
+
+def test_a_failed_per_fact_search_leaves_its_check_judged_on_the_passages_it_has():
+    """N8: the check's own query found passages; a per-fact search that fails is an error
+    event, never the whole check's failure."""
+    def flaky(query, k):
+        if query == ROLE:  # the role fact's own search
+            raise ConnectionError("search backend is down")
+        return CORPUS(query, k)
+
+    lm, engine = scripted_lm(handlers(
+        AtomicFacts=lambda i: {"facts": FACTS},
+        QuoteAndJudge=lambda i: {"quote": "", "verdict": "SUPPORTED"}))
+    program = SERC(retriever=flaky, top_k=1, verdicts="fact", evidence="passages",
+                   queries="facts", fact_evidence=True)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        trace = program(question="Tell me a bio of Marie Curie.", draft=DRAFT).trace
+    assert all(c.error is None for c in trace.checks)
+    assert {f.verdict for f in trace.facts} == {"SUPPORTED"}
+    assert len(engine.of("QuoteAndJudge")) == len(FACTS)
+    assert any("own evidence failed" in e.message and "search backend is down" in e.message
+               for e in trace.errors)

@@ -219,12 +219,17 @@ class CheckNodes(Stage):
 
     async def own_passages(self, run: Run, check: Check, facts: list[Fact]) -> None:
         """Per-fact evidence: the passages found for each fact's own text join the check's
-        (deduplicated), and the fact remembers which are its own."""
+        (deduplicated), and the fact remembers which are its own. A failed per-fact search
+        is an error event, and the check goes on with the evidence it has: its own query's
+        passages were found."""
         name = subject_name(run.trace.subject)
         seen = {(p.source, p.text): i for i, p in enumerate(check.passages)}
         for fact in facts:
             query = fact.text if name.lower() in fact.text.lower() else f"{name} {fact.text}"
-            found = await self.settings.retrieve(run, query.strip())
+            found = await run.attempt(
+                "detect", f"check {check.id}: the search for fact {fact.id}'s own evidence "
+                "failed; its check goes on with the passages it has",
+                lambda query=query: self.settings.retrieve(run, query.strip()), [])
             for passage in found:
                 key = (passage.source, passage.text)
                 if key not in seen:
