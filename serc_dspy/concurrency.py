@@ -21,15 +21,19 @@ from typing import Any, TypeVar
 R = TypeVar("R")
 
 
-async def in_thread(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+async def in_thread(fn: Callable[..., R], *args: Any, abandon_on_cancel: bool = False,
+                    **kwargs: Any) -> R:
     """Run blocking work (a retriever, a sync-only LM) in an AnyIO worker thread, in a copy of
     the caller's context, so the event loop keeps serving the run's other steps and DSPy's
-    streaming can still reach the loop from the thread."""
+    streaming can still reach the loop from the thread. With `abandon_on_cancel`, a
+    cancelled (timed-out) caller goes on at once and the thread is left to finish alone: work
+    that may hang (a user's verifier) must never hold a run past its deadline."""
     import anyio.to_thread
 
     context = contextvars.copy_context()
     return await anyio.to_thread.run_sync(
-        functools.partial(context.run, fn, *args, **kwargs), limiter=_thread_limiter())
+        functools.partial(context.run, fn, *args, **kwargs), limiter=_thread_limiter(),
+        abandon_on_cancel=abandon_on_cancel)
 
 
 _LIMITERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -144,6 +144,11 @@ class Run:
     _gates: dict[str, asyncio.Lock] = field(default_factory=dict)
     _counts: dict[str, list[int]] = field(default_factory=dict)
 
+    def seconds_left(self) -> float | None:
+        """Seconds until the run's deadline (None without one): a bound for work that the step
+        layer does not time itself (a claim verifier)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
     # -- events, rulings and progress --------------------------------------------------------
     def log(self, phase: str, message: str, kind: str = "info") -> None:
         with self.lock:

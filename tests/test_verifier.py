@@ -571,3 +571,22 @@ def test_the_verifier_flag_is_refused_where_it_cannot_apply(models, capsys):
     assert err.startswith("serc: error:") and "unknown verifier kind" in err
     recorded = repr(ClassifierVerifier(models["nli"]))  # what a results file records
     assert recorded == f"ClassifierVerifier({str(models['nli'])!r}, kind='nli')"
+
+
+def test_a_models_own_prompt_template_is_checked_when_the_verifier_is_built(models, tmp_path):
+    """N19: HHEM's config carries its prompt; a malformed one is refused at construction,
+    not at every call, and a good one is the input template."""
+    import json
+    import shutil
+
+    path = tmp_path / "hhem-like"
+    shutil.copytree(models["binary"], path)
+    config = json.loads((path / "config.json").read_text())
+    config["prompt"] = "<pad> Premise: {text1}\nHypothesis: {text2} {oops}"
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UserError, match="bad verifier template"):
+        ClassifierVerifier(path, kind="binary", support_label=1)
+    config["prompt"] = "<pad> Premise: {text1}\nHypothesis: {text2}"
+    (path / "config.json").write_text(json.dumps(config))
+    verifier = ClassifierVerifier(path, kind="binary", support_label=1)
+    assert verifier._input_template() == config["prompt"]

@@ -30,6 +30,7 @@ from serc_dspy.steps import (
 )
 from serc_dspy.text import defang, restore_markers
 from serc_dspy.trace import Passage, Step, Trace
+from serc_dspy.verifiers.base import VERIFIER_FAILED
 
 __all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
 
@@ -241,6 +242,10 @@ class TracedProgram(dspy.Module):
                            "nothing)")
         if trace.status != "failed" and (warning := trace.bound_warning()):
             logger.warning("%s: %s", self.method_name, warning)
+        lost = [e.message for e in trace.errors if e.message.startswith(VERIFIER_FAILED)]
+        if lost:  # the verifier's signal is missing: said once, not only in the trace
+            logger.warning("%s: %s %d time(s); those facts were decided without its vote. "
+                           "First: %s", self.method_name, VERIFIER_FAILED, len(lost), lost[0])
         if trace.status == "failed":
             logger.warning("%s: %s", self.method_name, trace.failure)
             if self.on_error == "raise":

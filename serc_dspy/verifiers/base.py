@@ -9,15 +9,18 @@ verifier, classifier or not, answers in the same terms.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+import asyncio
+from typing import Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from serc_dspy.concurrency import in_thread
+from serc_dspy.errors import StepFailed
 from serc_dspy.trace import Verdict
 
 Kind = Literal["auto", "nli", "binary", "seq2seq"]
 KINDS = ("auto", "nli", "binary", "seq2seq")
+VERDICTS = get_args(Verdict)
 
 
 class Thresholds(BaseModel):
@@ -68,7 +71,48 @@ class ThreadedVerifier:
 
     async def averify(self, claims: list[str],
                       evidence: str | list[str]) -> list[VerifierVerdict]:
-        return await in_thread(self.verify, claims, evidence)
+        return await in_thread(self.verify, claims, evidence, abandon_on_cancel=True)
+
+
+VERIFIER_TIMEOUT_S = 600.0
+"""The longest one verifier call may take (a first call loads its model), unless the verifier
+says otherwise (`timeout_s`) or the run's deadline comes sooner."""
+
+
+VERIFIER_FAILED = "the claim verifier failed"
+"""How the error event of a failed verifier call starts (the run's warning counts them)."""
+
+
+class VerifierFailed(StepFailed):
+    """A verifier that hung past its bound, or returned something other than one verdict per
+    claim: the check goes on with its other votes, and an error event says why."""
+
+
+async def bounded_verdicts(verifier: Verifier, claims: list[str], evidence: str | list[str],
+                           *, seconds: float | None = None) -> list[VerifierVerdict]:
+    """`verifier.averify(claims, evidence)`, bounded in time and held to the contract: one
+    verdict per claim, each with a verdict of the trace's vocabulary. A user's verifier is
+    code the run does not control; it may hang, or return strings."""
+    limit = getattr(verifier, "timeout_s", None) or VERIFIER_TIMEOUT_S
+    limit = min(limit, seconds) if seconds is not None else limit
+    try:
+        result = await asyncio.wait_for(verifier.averify(claims, evidence), max(limit, 0.001))
+    except TimeoutError:
+        raise VerifierFailed(f"the verifier gave no verdict within {limit:g}s") from None
+    if not isinstance(result, (list, tuple)) or len(result) != len(claims):
+        got = f"{len(result)} items" if isinstance(result, (list, tuple)) else \
+            type(result).__name__
+        raise VerifierFailed(f"the verifier returned {got} for {len(claims)} claims; it must "
+                             "return one VerifierVerdict per claim")
+    verdicts = []
+    for item in result:
+        verdict = getattr(item, "verdict", None)
+        if verdict not in VERDICTS:
+            raise VerifierFailed(f"the verifier returned {type(item).__name__} "
+                                 f"{str(item)[:60]!r}, not a VerifierVerdict with a verdict "
+                                 f"of {', '.join(VERDICTS)}")
+        verdicts.append(item)
+    return verdicts
 
 
 def decide(support: float, contradiction: float, thresholds: Thresholds) -> Verdict:

@@ -136,6 +136,7 @@ class ClassifierVerifier(ThreadedVerifier):
         self._tokenizer_source = None if tokenizer is None else str(tokenizer)
         self._device = self._pick_device(device)
         self.config = self._read_config()
+        self._config_prompt = self._read_config_prompt()
         self.kind, self._labels = self._resolve_kind(kind, support_label)
         self._lock = threading.Lock()  # one batch at a time on the model
         self._queue_lock = threading.Lock()
@@ -208,12 +209,21 @@ class ClassifierVerifier(ThreadedVerifier):
         support = binary_support_index(id2label, support_label, model=self.model)
         return "binary", {"support": support}
 
+    def _read_config_prompt(self) -> str | None:
+        """HHEM's config carries its prompt template: checked once, when the verifier is
+        built, so a malformed one is a clear error there rather than a failure of every
+        call."""
+        prompt = getattr(self.config, "prompt", None)
+        if isinstance(prompt, str) and "{text1}" in prompt and "{text2}" in prompt:
+            _check_template(prompt)
+            return prompt
+        return None
+
     def _input_template(self) -> str | None:
         if self.template is not None:
             return self.template
-        prompt = getattr(self.config, "prompt", None)  # HHEM's config carries its prompt
-        if isinstance(prompt, str) and "{text1}" in prompt and "{text2}" in prompt:
-            return prompt
+        if self._config_prompt is not None:
+            return self._config_prompt
         return MINICHECK_SEQ2SEQ_TEMPLATE if self.kind == "seq2seq" else None
 
     def load(self) -> tuple[Any, Any]:

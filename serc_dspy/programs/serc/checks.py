@@ -34,6 +34,7 @@ from serc_dspy.signatures import (
 )
 from serc_dspy.steps import Run, StepSpec
 from serc_dspy.trace import Check, Fact, Passage, Sentence, Trace
+from serc_dspy.verifiers.base import VERIFIER_FAILED, bounded_verdicts
 
 Judge = Callable[[Run, Check, list[Fact]], Awaitable[None]]
 """A check node's verdict step in place of the free verdicts (`SlotChooser.judge`)."""
@@ -387,10 +388,11 @@ class CheckNodes(Stage):
                     fact.second_verdict = fact.votes["second"] = vote
             if self.settings.claim_verifier is not None:
                 texts = [p.text for p in check.passages] or [check.evidence]
-                judged = await run.attempt("detect", f"the claim verifier failed on {fact.id}",
-                                           lambda fact=fact, texts=texts:
-                                           self.settings.claim_verifier.averify([fact.text], texts),
-                                           None)
+                judged = await run.attempt(
+                    "detect", f"{VERIFIER_FAILED} on {fact.id}; its other votes stand",
+                    lambda fact=fact, texts=texts: bounded_verdicts(
+                        self.settings.claim_verifier, [fact.text], texts,
+                        seconds=run.seconds_left()), None)
                 if judged:
                     fact.votes["verifier"] = judged[0].verdict
             if contradicting(fact.votes) < MIN_AGREEING:
