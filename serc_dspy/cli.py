@@ -13,12 +13,17 @@ from pathlib import Path
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.config import add_run_options
-from serc_dspy.errors import DecodingFailed, UserError, describe, one_line, redact
+from serc_dspy.errors import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    DecodingFailed,
+    UserError,
+    describe,
+    one_line,
+    redact,
+)
 from serc_dspy.evaluation.protocol import record_command
 from serc_dspy.programs.registry import method_names
-
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,13 +310,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except DecodingFailed as exc:
         print(f"serc: failed: {redact(one_line(exc))}", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("serc: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the last line of defence: one line, not a traceback
         print(f"serc: failed: {describe(exc)}", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

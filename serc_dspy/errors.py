@@ -20,6 +20,15 @@ import re
 
 from pydantic import ValidationError
 
+EXIT_OK = 0
+"""Every item of the command's work is done (docs/failure-policy.md, "Exit codes")."""
+EXIT_FAILED = 1
+"""Some of the work failed (a decoding, an item of a run or a benchmark): what finished is
+written, and a rerun with the same output retries the rest."""
+EXIT_USAGE = 2
+"""Bad input: a flag, a file, a configuration; nothing was run (or the answer was printed and
+an output file could not be written)."""
+
 
 class UserError(ValueError):
     """Bad input, configuration or files; the message says what to change."""

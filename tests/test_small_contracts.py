@@ -69,6 +69,20 @@ def test_a_password_in_a_url_is_never_shown():
     assert redact("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"  # a port stays
 
 
+@pytest.mark.parametrize("url", ["http://user:s3cr3tPASS@127.0.0.1:8000/v1",
+                                 "http://s3cr3tPASS@127.0.0.1:8000/v1"])
+def test_credentials_in_the_lm_url_are_refused_without_showing_them(capsys, tmp_path, url):
+    # N9: the userinfo form is refused up front (the key belongs in $SERC_LM_API_KEY), and
+    # the password reaches no output: stderr, the trace, or a meta file
+    draft = tmp_path / "draft.txt"
+    draft.write_text("Warsaw.")
+    code = main(["correct", "--lm", f"openai={url}#m", "--question", "Where?", "--draft",
+                 str(draft), "--no-retrieval", "--trace", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "credentials in the --lm URL" in err and "SERC_LM_API_KEY" in err
+    assert "s3cr3tPASS" not in err and not (tmp_path / "t.json").exists()
+
+
 def test_set_lm_alone_runs_a_serc_and_a_predictors_own_lm_wins():
     import dspy
     from scripted import scripted_lm

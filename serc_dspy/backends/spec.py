@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import dspy
 
@@ -22,7 +23,8 @@ from serc_dspy.backends.chat import BackendError
 from serc_dspy.backends.embedded import embedded_lm
 from serc_dspy.backends.hf import transformers_lm
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS
-from serc_dspy.backends.servers import server_lm
+from serc_dspy.backends.servers import API_KEY_ENV, server_lm
+from serc_dspy.errors import redact
 
 LM_FORMS = ("accepted forms: 'qwen1.5b', 'smollm2', 'local', 'local=PATH.gguf', "
             "'hf=DIR_OR_HUB_ID[#GGUF_FILE]', 'sglang=URL#MODEL', 'openai=URL#MODEL', "
@@ -44,7 +46,14 @@ def offline_model_name(spec: str | None) -> str | None:
 def _url_and_model(kind: str, value: str) -> tuple[str, str]:
     url, _, model = value.partition("#")
     if not url or not model:
-        raise BackendError(f"'{kind}=' needs URL#MODEL, got {value!r}; {LM_FORMS}")
+        raise BackendError(f"'{kind}=' needs URL#MODEL, got {redact(value)!r}; {LM_FORMS}")
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        # a password in a URL would be shown wherever the URL is (stderr, traces, meta): the
+        # key goes in the environment, read at call time and redacted everywhere
+        shown = parts._replace(netloc="[redacted]@" + parts.netloc.rpartition("@")[2])
+        raise BackendError(f"credentials in the --lm URL are not supported ({urlunsplit(shown)}):"
+                           f" put the key in ${API_KEY_ENV} and give the URL without them")
     return url, model
 
 

@@ -22,7 +22,7 @@ import sys
 
 from serc_dspy.arguments import non_negative, positive
 from serc_dspy.config import add_run_options
-from serc_dspy.errors import UserError
+from serc_dspy.errors import EXIT_FAILED, EXIT_OK, UserError
 
 
 def register(subparsers) -> None:
@@ -146,7 +146,7 @@ def noise_command(args) -> int:
               file=sys.stderr)
     for line in failed:
         print(f"serc: warning: {line}; re-running retries them", file=sys.stderr)
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 # -- factcheck --------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def factcheck_command(args) -> int:
         print(f"[wrote {args.out}/factcheck.json and factcheck.md]", file=sys.stderr)
     for line in failed:
         print(f"serc: warning: {line}; re-running retries them", file=sys.stderr)
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 # -- compare ----------------------------------------------------------------------------------
@@ -309,7 +309,8 @@ def halueval_command(args) -> int:
                   f" of {fixed.get('n', 0)}; broken "
                   f"{format_ci(broken.get('break_rate'), broken.get('break_rate_ci'))} of "
                   f"{broken.get('n', 0)}")
-    return 1 if summary["hallucinated"]["failed"] or summary["control"]["failed"] else 0
+    return EXIT_FAILED if summary["hallucinated"]["failed"] or summary["control"]["failed"] \
+        else EXIT_OK
 
 
 def _f(value, spec: str = ".3f") -> str:
@@ -374,4 +375,4 @@ def stages_command(args) -> int:
            if "error" in s or s.get("failures") == s.get("n")]
     for line in bad:
         print(f"serc: warning: {line}", file=sys.stderr)
-    return 1 if bad else 0
+    return EXIT_FAILED if bad else EXIT_OK

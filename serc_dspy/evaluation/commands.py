@@ -20,7 +20,7 @@ from typing import Any
 
 from serc_dspy.arguments import non_negative, positive
 from serc_dspy.config import DEFAULT_LM, add_run_options
-from serc_dspy.errors import UserError, redact
+from serc_dspy.errors import EXIT_FAILED, UserError, redact
 
 
 def register(subparsers) -> None:
@@ -95,7 +95,7 @@ def run_command(args) -> int:
     if summary.failed:
         print(f"serc: warning: {summary.failed} item(s) failed; their errors are in "
               f"{summary.out} and re-running retries them", file=sys.stderr)
-    return 1 if summary.completed and summary.failed == summary.completed else 0
+    return EXIT_FAILED if summary.failed else 0
 
 
 # -- serc eval ----------------------------------------------------------------------------

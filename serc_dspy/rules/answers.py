@@ -18,7 +18,6 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
-from serc_dspy.rules.words import content_stems
 from serc_dspy.text import normalise
 from serc_dspy.trace import Candidate, Slot
 
@@ -143,22 +142,32 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
                   lambda sentence, span, value: normalise(value, fold=True) not in in_question)
 
 
-FRAME_WORDS = 8
-"""How many words before a value in an evidence sentence count as what the sentence says of
-it ("film directed by ___", "written by ___")."""
+_EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
+_LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
+                    r"\b", re.IGNORECASE)
 
 
-def frame_score(question: str, value: str, evidence: list[EvidenceSentence]) -> int:
-    """How closely the evidence states `value` as the answer to `question`: the most question
-    words among the few words that lead up to it in an evidence sentence ("directed by who?"
-    is answered by "directed by Robert Zemeckis", not by "written by Neil Gaiman")."""
-    asked = content_stems(question)
-    key = normalise(value, fold=True)
-    best = 0
-    for sentence in evidence:
-        text = normalise(sentence.text, fold=True)
-        at = f" {text} ".find(f" {key} ") if key else -1
-        if at >= 0:
-            lead = " ".join(text[:at].split()[-FRAME_WORDS:])
-            best = max(best, len(asked & content_stems(lead)))
-    return best
+def compare_by_dates(question: str, options: list[str],
+                     evidence: list[EvidenceSentence]) -> str | None:
+    """The option a date comparison ("started first", "born first", "younger") picks by the
+    evidence's dates: each option's date is the first year of the first evidence sentence that
+    names it and not the other option; None when the question compares no dates, an option has
+    no year, or the years are equal."""
+    asked = question
+    for option in options:  # "First for Women" names an option, it asks no order
+        asked = asked.replace(option, " ")
+    earlier, later = bool(_EARLIER.search(asked)), bool(_LATER.search(asked))
+    if len(options) != 2 or earlier == later:
+        return None
+    years = []
+    for option, rival in (options, options[::-1]):
+        found = next((int(m.group(0)) for s in evidence
+                      if option.lower() in s.text.lower() and rival.lower() not in s.text.lower()
+                      for m in [_YEAR.search(s.text)] if m), None)
+        if found is None:
+            return None
+        years.append(found)
+    if years[0] == years[1]:
+        return None
+    pick = min if earlier else max
+    return options[years.index(pick(years))]

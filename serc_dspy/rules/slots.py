@@ -53,10 +53,14 @@ register(
     Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
          "the evidence states the fact's own value in a sentence about the fact's event more "
          "closely than the rival's sentence (a caller's short answer: when the evidence states "
-         "it with at least as many of the question's words leading up to it as the rival): "
-         "the fact stays unverified", "on the report "
+         "it at all): the fact stays unverified", "on the report "
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
+    Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
+         "A or B?\") is decided by the first year the evidence gives each option, with no "
+         "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "
+         "3 of 4 right comparison answers of HaluEval's tuning split for the wrong option",
+         found_on="HaluEval tuning items 1, 6, 9"),
     Rule("choose.settle", "two slots of one fact contradicted (either swap would make it "
          "true) are each asked again with the blank in the draft's whole sentence; if more "
          "than one is still contradicted, only the one whose evidence (its sentence and the "
@@ -254,6 +258,11 @@ class EvidenceSentence:
     offset: int
 
 
+_GLUED = re.compile(r"(?<=[a-z\d)\]][.!?])(?=[A-Z][a-z])")
+"""Two sentences glued without a space ("... in the 19th century.First for Women is ..."), as
+knowledge files concatenated from paragraphs have them: two evidence sentences, not one."""
+
+
 def about_subject(passages: list[Passage], subject_name: str) -> list[EvidenceSentence]:
     """The sentences of the passages that name the subject (any of its name words, anywhere
     in the passage: a passage about "Maria Skłodowska" that says "Curie" later is about
@@ -265,7 +274,9 @@ def about_subject(passages: list[Passage], subject_name: str) -> list[EvidenceSe
         if names and not names & {w.lower() for w in words_of(passage.text)}:
             continue
         cursor = 0
-        for sentence in split_sentences(passage.text) or [passage.text]:
+        sentences = [piece for sentence in split_sentences(passage.text) or [passage.text]
+                     for piece in _GLUED.split(sentence) if piece.strip()]
+        for sentence in sentences:
             offset = passage.text.find(sentence, cursor)
             offset = cursor if offset < 0 else offset
             cursor = offset + len(sentence)

@@ -230,3 +230,25 @@ def test_run_with_a_retrieval_cache_reuses_searches(lms, files, capsys, monkeypa
     run_bio(files, "serc", "--cache", cache, "--limit", "1")
     assert len(calls) == first
     capsys.readouterr()
+
+
+def test_serc_run_exits_1_when_some_items_failed_and_0_once_a_rerun_retried_them(
+        monkeypatch, files, capsys):
+    """N17: one exit-code contract (docs/failure-policy.md): 0 all done, 1 some failed (the
+    rest written, a rerun retries them), 2 bad input."""
+    flaky = {"down": True}
+
+    def answer(i):
+        if "Alan Turing" in i["question"] and flaky["down"]:
+            raise ConnectionError("the server went away")
+        return {"answer": "This person was a painter who lived in Rome for many years."}
+
+    lm, _ = scripted_lm({**handlers(), "AnswerQuestion": answer})
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    out = files["dir"] / "results" / "initial.jsonl"
+    argv = ["run", "--method", "initial", "--dataset", "bio", "--dataset-path",
+            files["entities"], "--knowledge", files["wiki"], "--out", out, "--quiet"]
+    assert serc(*argv) == 1
+    assert "1 item(s) failed" in capsys.readouterr().err
+    flaky["down"] = False
+    assert serc(*argv) == 0

@@ -261,15 +261,17 @@ def pick(value):
 
 def test_a_wrong_short_answer_becomes_the_evidence_value_in_the_drafts_own_form():
     question = "Which magazine was started first Arthur's Magazine or First for Women?"
+    # (a comparison's dates decide it by rule: `choose.compare`, off here to show the choice)
     result, engine = short(question, "First for Women was started first.",
-                           pick("Arthur's Magazine"))
+                           pick("Arthur's Magazine"), rules={"choose.compare": False})
     assert result.answer == "Arthur's Magazine was started first."
     asked = engine.of("ChooseValue")
     assert len(asked) == 2 and "Answer: ___ was started first." in asked[0]["inputs"]["claim"]
     assert {v for _, v in _options(asked[0]["inputs"]["options"])} == {
         "First for Women", "Arthur's Magazine", "not stated"}
     # a right short answer chosen in both orders is kept, word for word
-    kept, _ = short(question, "Arthur's Magazine", pick("Arthur's Magazine"))
+    kept, _ = short(question, "Arthur's Magazine", pick("Arthur's Magazine"),
+                    rules={"choose.compare": False})
     assert kept.answer == "Arthur's Magazine" and kept.trace.fact("f0.0").verdict == \
         "SUPPORTED"
 
@@ -372,17 +374,6 @@ def test_a_short_answer_the_evidence_states_is_never_replaced_by_a_choice():
     # a caller's value the evidence never states can still be replaced
     fixed, _ = short("Where was Marie Curie born?", "Kraków", pick("Warsaw"))
     assert fixed.answer == "Warsaw" and not fixed.trace.ruled("choose.own_stated")
-
-
-def test_a_stated_short_answer_gives_way_to_the_value_the_evidence_states_for_the_question():
-    # the evidence names the caller's answer, but for another role: "written by Neil Gaiman"
-    # does not answer "directed by who?", which "film directed by Robert Zemeckis" does
-    question = "Roger Avary wrote the screenplay for Beowulf, a 2007 film, directed by who?"
-    result, _ = short(question, "Neil Gaiman", pick("Robert Zemeckis"))
-    assert result.answer == "Robert Zemeckis" and not result.trace.ruled("choose.own_stated")
-    kept, _ = short("Who wrote the screenplay of Beowulf with Roger Avary?", "Neil Gaiman",
-                    pick("Robert Zemeckis"))
-    assert kept.answer == "Neil Gaiman" and kept.trace.ruled("choose.own_stated")
 
 
 @pytest.mark.parametrize("question, draft, slot", [

@@ -7,7 +7,7 @@ from test_choice import CORPUS, DRAFT, FACTS, READS, _decode, decode, reads_evid
 from serc_dspy import LocalCorpus
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
-         "choose.settle", "choose.propagate", "choose.own_stated"}
+         "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -101,3 +101,25 @@ def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_ev
     # a planted value the evidence never states is swapped as before
     planted, _ = _decode()
     assert not planted.trace.ruled("choose.own_stated")
+
+
+def test_a_date_comparison_is_decided_by_the_evidences_dates_not_by_the_chooser():
+    from test_choice import pick, short
+
+    question = "Which magazine was started first Arthur's Magazine or First for Women?"
+    # the chooser would keep the wrong option: the dates (1844, 1989) decide, with no call
+    fixed, engine = short(question, "First for Women was started first.",
+                          pick("First for Women"))
+    assert fixed.answer == "Arthur's Magazine was started first."
+    assert fixed.trace.ruled("choose.compare", "f0.0") and not engine.of("ChooseValue")
+    # a right answer the chooser would break stays right
+    kept, _ = short(question, "Arthur's Magazine", pick("First for Women"))
+    assert kept.answer == "Arthur's Magazine" and kept.trace.ruled("choose.compare")
+    # off, the chooser decides again; and a comparison of no dates is never decided by it
+    off, engine = short(question, "Arthur's Magazine", pick("First for Women"),
+                        rules={"choose.compare": False})
+    assert not off.trace.ruled("choose.compare") and engine.of("ChooseValue")
+    sizes, engine = short("Which is larger, Arthur's Magazine or First for Women?",
+                          "Arthur's Magazine", pick("First for Women"))
+    assert sizes.answer == "Arthur's Magazine" and not sizes.trace.ruled("choose.compare")
+    assert not engine.of("ChooseValue")

@@ -22,7 +22,8 @@ from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
-    frame_score,
+    compare_by_dates,
+    comparison_options,
     question_kind,
 )
 from serc_dspy.rules.quotes import opening_name
@@ -157,6 +158,10 @@ class SlotChooser(Stage):
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
                 candidates = answer_candidates(question, slot, evidence)
+                if question_kind(question) == "comparison" and run.on("choose.compare"):
+                    slot.candidates = candidates
+                    self.compare(run, fact, slot, question, evidence)
+                    continue
                 listed = {(s.passage, s.offset) for s in shown_sentences}
                 extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
                     c.passage == s.passage and s.offset <= (c.offset or 0) <
@@ -168,6 +173,23 @@ class SlotChooser(Stage):
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
+
+    def compare(self, run: Run, fact: Fact, slot: Slot, question: str,
+                evidence: list[EvidenceSentence]) -> None:
+        """`choose.compare`: "which was started first, A or B?" is decided by the dates the
+        evidence gives each option, not by the model (which broke 3 of 4 right comparison
+        answers of the tuning split); without a date for each, the answer stays unverified."""
+        options = comparison_options(question)
+        decided = compare_by_dates(question, options, evidence)
+        other = next((o for o in options if o != slot.text), None)
+        if decided is None or other is None:
+            slot.ruling = "unverified"
+            slot.note = "the evidence gives no date for each option to compare them by"
+            return
+        slot.ruling = "supported" if decided == slot.text else "contradicted"
+        slot.chosen = None if decided == slot.text else decided
+        slot.note = f"by the evidence's dates, {decided!r} is the answer"
+        run.rule("choose.compare", fact.id, before=slot.text, after=decided, detail=slot.note)
 
     async def choose_value(self, run: Run, fact: Fact, slot: Slot,
                            about: list[EvidenceSentence], text: str,
@@ -211,8 +233,6 @@ class SlotChooser(Stage):
                 # choice alone (HaluEval's report split: 6 of 30 right answers were); a
                 # comparison's two options both stand in the evidence, so it is exempt
                 attested = (own_stated and question_kind(run.trace.question) != "comparison"
-                            and frame_score(run.trace.question, own, evidence) >=
-                            frame_score(run.trace.question, first, evidence)
                             if short else own_attested(slot, fact.text, evidence, rival, name))
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
