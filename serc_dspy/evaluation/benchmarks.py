@@ -29,7 +29,7 @@ from serc_dspy.evaluation.intervals import format_ci, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
 from serc_dspy.evaluation.report import pyplot, save_figure
-from serc_dspy.evaluation.results import read_results, sibling
+from serc_dspy.evaluation.results import read_results, read_score_rows, sibling
 from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.registry import get_method
@@ -189,8 +189,7 @@ def rescore_noise(out_dir: str | os.PathLike[str], articles: Mapping[str, str]) 
 
 def read_noise_scores(path: str | os.PathLike[str]) -> list[NoiseScore | None]:
     """The per-bio scores of one `RUN.noise.jsonl` (None for a failed bio)."""
-    return [None if row.get("failed") else NoiseScore.model_validate(row)
-            for row in read_jsonl(path, what="noise scores")]
+    return list(read_score_rows(path, NoiseScore, "noise scores").values())
 
 
 def collect_noise_scores(out_dir: str | os.PathLike[str]

@@ -16,8 +16,7 @@ from serc_dspy.errors import UserError
 from serc_dspy.evaluation.factcheck import FACTCHECK_FIGURES, read_scores
 from serc_dspy.evaluation.intervals import Difference, Pair, paired_difference
 from serc_dspy.evaluation.noise import NOISE_FIGURES, NoiseScore
-from serc_dspy.evaluation.results import sibling
-from serc_dspy.io import read_jsonl
+from serc_dspy.evaluation.results import read_score_rows, sibling
 
 _KINDS = {".noise.jsonl": "noise", ".factcheck.jsonl": "factcheck"}
 
@@ -46,9 +45,8 @@ def item_pairs(path: str | os.PathLike[str]) -> tuple[str, dict[str, dict[str, P
     found, kind = scored_file(path)
     out: dict[str, dict[str, Pair]] = {}
     if kind == "noise":
-        scores = {str(r["id"]): NoiseScore.model_validate(r)
-                  for r in read_jsonl(found, what="noise scores")
-                  if not r.get("failed") and "id" in r}
+        scores = {k: v for k, v in read_score_rows(found, NoiseScore, "noise scores").items()
+                  if v is not None}
         figures = NOISE_FIGURES
     else:
         scores = {k: v for k, v in read_scores(found).items() if v is not None}

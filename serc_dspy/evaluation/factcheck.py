@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, NonNegativeInt
 
 from serc_dspy.errors import describe
 from serc_dspy.evaluation.factcheck_claims import (
@@ -57,7 +57,7 @@ from serc_dspy.evaluation.factcheck_items import (
 )
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.evaluation.noise import introduced, verbatim_sentences
-from serc_dspy.io import read_jsonl
+from serc_dspy.evaluation.results import read_score_rows
 from serc_dspy.text import degenerate_sentences, split_sentences
 
 __all__ = [
@@ -88,11 +88,11 @@ class FactcheckScore(BaseModel):
     claims: list[ClaimScore] = Field(default_factory=list)
     introduced: list[str] = Field(default_factory=list)
     degenerate: dict[int, str] = Field(default_factory=dict)
-    draft_sentences: int = 0
-    answer_sentences: int = 0
-    verbatim_sentences: int = 0
-    calls: int = 0
-    tokens: int = 0
+    draft_sentences: NonNegativeInt = 0
+    answer_sentences: NonNegativeInt = 0
+    verbatim_sentences: NonNegativeInt = 0
+    calls: NonNegativeInt = 0
+    tokens: NonNegativeInt = 0
 
 
 def answer_hash(answer: str) -> str:
@@ -189,5 +189,4 @@ def summarize_factcheck(scores: Iterable[FactcheckScore | None]) -> dict[str, An
 
 def read_scores(path: str | Path) -> dict[str, FactcheckScore | None]:
     """`RUN.factcheck.jsonl`: score rows by id (None for a failed answer)."""
-    return {str(row["id"]): None if row.get("failed") else FactcheckScore.model_validate(row)
-            for row in read_jsonl(path, what="Factcheck-Bench scores") if "id" in row}
+    return read_score_rows(path, FactcheckScore, "Factcheck-Bench scores")

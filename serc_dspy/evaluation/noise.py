@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, NonNegativeInt
 
 from serc_dspy.evaluation.injection import ROLES, NoisyDraft
 from serc_dspy.evaluation.intervals import Pair, with_intervals
@@ -192,13 +192,13 @@ class NoiseScore(BaseModel):
     units: list[UnitOutcome] = Field(default_factory=list)
     unit: Literal["clause"] = "clause"
     introduced: list[str] = Field(default_factory=list)
-    clean_sentences: int = 0
-    verbatim_sentences: int = 0
-    draft_sentences: int = 0
-    answer_sentences: int = 0
+    clean_sentences: NonNegativeInt = 0
+    verbatim_sentences: NonNegativeInt = 0
+    draft_sentences: NonNegativeInt = 0
+    answer_sentences: NonNegativeInt = 0
     degenerate: dict[int, str] = Field(default_factory=dict)
-    calls: int = 0
-    tokens: int = 0
+    calls: NonNegativeInt = 0
+    tokens: NonNegativeInt = 0
 
 
 def _error_outcome(draft: NoisyDraft, answer: str) -> dict[str, ErrorOutcomeName]:

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from pydantic import BaseModel, ValidationError
 
-from serc_dspy.errors import UserError, redact
+from serc_dspy.errors import UserError, first_problem, redact
 from serc_dspy.io import json_line, read_jsonl, read_jsonl_rows, write_jsonl
 
 RESULTS_SUFFIX = ".jsonl"
@@ -41,6 +42,29 @@ def sibling(path: str | os.PathLike[str], suffix: str) -> Path:
     path = Path(path)
     stem = path.name[: -len(RESULTS_SUFFIX)] if path.name.endswith(RESULTS_SUFFIX) else path.name
     return path.with_name(stem + suffix)
+
+
+def read_score_rows(path: str | os.PathLike[str], model: type[BaseModel], what: str
+                    ) -> dict[str, Any]:
+    """A per-item score file (`RUN.noise.jsonl`, `RUN.factcheck.jsonl`) as {id: score, or None
+    for a failed item}. Every row is validated (no negative count, no id twice, no row
+    without an id): a malformed file is refused naming the file and line, never scored."""
+    scores: dict[str, Any] = {}
+    for number, row in read_jsonl_rows(path, what=what):
+        where = f"{path}, line {number}"
+        if not isinstance(row.get("id"), (str, int)) or isinstance(row.get("id"), bool):
+            raise UserError(f"{where}: a score row needs an id")
+        ident = str(row["id"])
+        if ident in scores:
+            raise UserError(f"{where}: item {ident!r} is scored twice")
+        if row.get("failed"):
+            scores[ident] = None
+            continue
+        try:
+            scores[ident] = model.model_validate(row)
+        except ValidationError as exc:
+            raise UserError(f"{where}: {first_problem(exc)}") from None
+    return scores
 
 
 def timestamp() -> str:

@@ -419,3 +419,27 @@ def test_a_malformed_item_is_refused_with_file_and_line_through_the_command(
                  "initial", "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "line 2" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["noise", "factcheck"])
+@pytest.mark.parametrize("rows, words", [
+    ([{"id": "a", "method": "serc", "calls": -3}], "line 1: calls: Input should be greater"),
+    ([{"id": "a", "method": "serc"}, {"id": "a", "method": "serc"}], "line 2: item 'a' is "
+                                                                      "scored twice"),
+    ([{"id": "a", "method": "serc", "tokens": "many"}], "line 1: tokens"),
+    ([{"id": "a", "method": "serc", "calls": 1e300}], "line 1: calls"),
+    ([{"method": "serc"}], "line 1: a score row needs an id"),
+    ([{"id": "a", "method": "serc", "claims": "oops", "units": "oops"}], "line 1: "),
+])
+def test_a_malformed_score_file_is_refused_naming_file_and_line(tmp_path, capsys, kind, rows,
+                                                                 words):
+    """N14: `serc bench compare` (and the factcheck summary, which reads the same rows) never
+    scores a malformed file, and never ends in a raw TypeError or OverflowError."""
+    good = tmp_path / f"good.{kind}.jsonl"
+    good.write_text(json.dumps({"id": "a", "method": "serc"}) + "\n", encoding="utf-8")
+    bad = tmp_path / f"bad.{kind}.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["bench", "compare", str(bad), str(good)]) == 2
+    err = capsys.readouterr().err
+    assert f"bad.{kind}.jsonl, {words}" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
