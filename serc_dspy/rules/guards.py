@@ -13,7 +13,15 @@ import re
 
 from serc_dspy.rules.base import Rule, RuleSet, register
 from serc_dspy.rules.hygiene import ungrounded
-from serc_dspy.rules.words import STOP, content_stems, is_number, negations, words_of
+from serc_dspy.rules.words import (
+    STOP,
+    content_stems,
+    content_words,
+    is_number,
+    negations,
+    stem,
+    words_of,
+)
 from serc_dspy.text import (
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
@@ -140,6 +148,16 @@ def orphan_details(sentence: str, facts: list[str], subject: str) -> list[str]:
                 and word.lower() not in STOP:
             found.append(word)
     return list(dict.fromkeys(found))
+
+
+def dropped_words(sentence: str, facts: list[str], rewrite: str, subject: str) -> list[str]:
+    """Content words of a draft sentence that no extracted fact carried and its rewrite lost
+    ("a teacher", left out by the extractor): what the answer no longer says, reported as
+    dropped. Numbers and names are `orphan_details`, which refuse the rewrite instead."""
+    carried = content_stems(" ".join(facts) + " " + rewrite, subject)
+    return list(dict.fromkeys(w for w in content_words(sentence, subject)
+                              if not is_number(w) and not w[0].isupper()
+                              and stem(w) not in carried))
 
 
 REMOVE_CLAUSE_SHARE = 0.6

@@ -89,3 +89,15 @@ def test_a_short_draft_never_wears_the_claim_wrapper_it_was_checked_in():
                 JudgeFact=lambda i: {"verdict": "CONTRADICTED"}, CorrectFacts=correct,
                 RewriteSentence=lambda i: {"sentence": " ".join(i["facts"])})
             assert result.answer == fixed, (draft, reconstruct, result.answer)
+
+
+def test_a_detail_the_extractor_missed_is_reported_when_a_rebuild_drops_it():
+    """D7: in rebuild mode a changed sentence is rewritten from its facts; "a teacher's
+    daughter", which no fact carried, is gone, and an event says so."""
+    sentence = "Marie Curie, a teacher's daughter, was born in Kraków in 1867."
+    facts = {sentence: ["Marie Curie was born in Kraków.", "Marie Curie was born in 1867."]}
+    result = decode(sentence + " She studied at the Sorbonne in Paris.",
+                    AtomicFacts=lambda i: {"facts": facts.get(i["sentence"], [i["sentence"]])})
+    assert "Warsaw" in result.answer and "teacher" not in result.answer
+    assert any("dropped teacher, daughter, which no extracted fact carried" in e.message
+               for e in result.trace.events)

@@ -18,7 +18,13 @@ from serc_dspy.programs.serc.common import (
     as_sentence,
 )
 from serc_dspy.rules.draft import claim_value
-from serc_dspy.rules.guards import minimal_edit, orphan_details, polish_problem, rewrite_problem
+from serc_dspy.rules.guards import (
+    dropped_words,
+    minimal_edit,
+    orphan_details,
+    polish_problem,
+    rewrite_problem,
+)
 from serc_dspy.rules.slots import only_span_changed, swap
 from serc_dspy.signatures import PolishAnswer, RewriteSentence
 from serc_dspy.steps import Run, StepSpec
@@ -98,6 +104,11 @@ class Reconstructor(Stage):
         problem = rewrite_problem(text, kept, orphans, trace.subject, run.rules)
         if problem:
             text = self.fallback_sentence(run, sentence, facts, kept, orphans, problem, text)
+        if text and text != sentence.text:
+            lost = dropped_words(sentence.text, [f.text for f in facts], text, trace.subject)
+            if lost:  # the extractor left them out, so no fact could keep them
+                run.log("reconstruct", f"sentence {sentence.index}: dropped "
+                        f"{', '.join(lost)}, which no extracted fact carried", "fallback")
         sentence.rewritten = text
         run.advance("reconstruct")
 
