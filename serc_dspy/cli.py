@@ -298,10 +298,24 @@ def rule_flags_joined(argv: list[str]) -> list[str]:
     return out
 
 
+def quiet_libraries() -> None:
+    """`--quiet` holds for the libraries too: transformers' and the Hub's progress bars
+    ("Loading weights") are off, before and after they are imported."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity_error()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = rule_flags_joined(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     record_command(argv)
+    if getattr(args, "quiet", False):
+        quiet_libraries()
     try:
         handler = getattr(args, "handler", None)
         return handler(args) if handler is not None else run(args)

@@ -545,11 +545,15 @@ def test_the_verifier_flag_makes_the_classifier_one_of_two_signals(models, tmp_p
     monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
     draft = tmp_path / "draft.txt"
     draft.write_text(kraków)
+    model = _always(models, tmp_path, label)
+    capsys.readouterr()  # the test's own model building above
     code = main(["correct", "--question", "Tell me a bio of Marie Curie.", "--draft", str(draft),
                  "--corpus", str(EXAMPLES / "corpus"), "--json", "--quiet", "--verdicts", "fact",
-                 "--verifier", f"nli={_always(models, tmp_path, label)}"])
-    payload = json.loads(capsys.readouterr().out)
+                 "--verifier", f"nli={model}"])
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
     assert code == 0
+    assert "Loading weights" not in captured.err  # N21: --quiet holds for transformers too
     fact = next(f for f in payload["trace"]["facts"] if "Kraków" in f["text"])
     assert fact["votes"]["verifier"] == ("CONTRADICTED" if label == "contradiction"
                                          else "SUPPORTED")
