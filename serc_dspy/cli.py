@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.config import add_run_options
@@ -26,8 +27,17 @@ from serc_dspy.evaluation.protocol import record_command
 from serc_dspy.programs.registry import method_names
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the CLI's error form: one line, `serc: error: ...`, and one hint line
+    naming the command's help, instead of a usage block (exit 2, as every bad input)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"serc: error: {one_line(message)}\n"
+                              f"hint: `{self.prog} --help` lists the options\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="serc",
         description="Correct LLM answers against retrieved evidence (SERC).",
     )

@@ -197,3 +197,21 @@ def test_an_output_that_cannot_be_written_is_reported_after_the_answer(scripted,
     assert captured.out.strip().startswith("Marie Curie was born in Warsaw")  # printed first
     errors = [line for line in captured.err.splitlines() if line.startswith("serc: error:")]
     assert len(errors) == 1 and "could not write --trace /dev/full" in errors[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["correct", "--question"],                            # a missing value
+    ["ask"],                                              # a missing positional
+    ["ask", "Q", "--top-k", "x"],                         # a bad number
+    ["nope"],                                             # an unknown command
+    ["ask", "Q", "--verdicts", "maybe"],                  # a bad choice
+    ["ask", "Q", "--corpus", "a", "--knowledge", "b"],    # conflicting choices
+    ["bench", "noise", "--bios", "-1"],
+])
+def test_every_argument_error_is_one_line_and_one_hint_with_status_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2
+    assert len(err) == 2 and err[0].startswith("serc: error: ") and "usage:" not in err[0]
+    assert err[1].startswith("hint: `serc") and err[1].endswith("--help` lists the options")
