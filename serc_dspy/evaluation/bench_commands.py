@@ -341,7 +341,7 @@ def _register_stages(kinds) -> None:
     p.add_argument("--compiled", help="a compiled state to evaluate instead of the frozen prompts")
     p.add_argument("--out", help="write the table and a JSON summary to this folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    add_run_options(p)
+    add_run_options(p, skip=["--compiled"])  # its own --compiled above: the state to evaluate
     p.set_defaults(handler=stages_command)
 
 

@@ -32,11 +32,13 @@ def register(subparsers) -> None:
 
 # -- shared helpers -----------------------------------------------------------------------
 def _judge_lm(spec: str, args):
-    """An evaluator or judge LM (`--evaluator-lm`, `--judge-lm`), built by the one builder."""
+    """An evaluator or judge LM (`--evaluator-lm`, `--judge-lm`), built by the one builder with
+    the run options' bounds (`--lm-timeout`, `--max-in-flight`, `--lm-rate`, `--deadline`)."""
     from serc_dspy import config
 
-    return config.build_lm(config.RunOptions(lm=spec, max_tokens=args.max_tokens,
-                                             quiet=args.quiet))
+    options = config.RunOptions.from_args(args)
+    return config.build_lm(options.model_copy(update={"lm": spec, "max_tokens": args.max_tokens,
+                                                      "quiet": args.quiet}))
 
 
 def _fmt(value: Any, spec: str = ".4f") -> str:
@@ -122,6 +124,11 @@ def _register_eval(subparsers) -> None:
     ev.add_argument("--max-tokens", type=positive, default=512, help="max new tokens per call")
     ev.add_argument("--workers", type=positive, default=1, help="items scored concurrently")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    # the shared run options bound the judge LM; those named above are eval's own, and the
+    # judge LMs are --evaluator-lm / --judge-lm, not --lm
+    add_run_options(ev, retrieval="`serc eval` reads its own --knowledge source",
+                    method="`serc eval` scores a finished run; it runs no method",
+                    skip=["--knowledge", "--max-tokens", "--quiet", "--workers", "--lm"])
     ev.set_defaults(handler=eval_command)
 
 
