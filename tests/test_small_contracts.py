@@ -124,3 +124,24 @@ def test_an_option_that_cannot_take_effect_is_refused(options, words):
 
     with pytest.raises(UserError, match=words):
         SERC(**options)
+
+
+def test_the_output_schema_is_sent_under_a_json_adapter_and_not_under_chat():
+    """DSPy/CLI 7, as the README says: `StrictJSONAdapter` (the CLI's) sends the signature's
+    output schema as `response_format`; DSPy's default `ChatAdapter` sends none."""
+    import dspy
+    from scripted import scripted_lm
+
+    from serc_dspy import StrictJSONAdapter
+    from serc_dspy.signatures import JudgeFact
+
+    lm, engine = scripted_lm({"JudgeFact": lambda i: {"verdict": "SUPPORTED"}})
+    judge = dspy.Predict(JudgeFact)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        assert judge(evidence="E.", claim="C.").verdict == "SUPPORTED"
+    schema = engine.calls[-1]["schema"]
+    assert schema and "verdict" in str(schema)
+    before = len(engine.calls)
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+        judge(evidence="E.", claim="C.")
+    assert not engine.calls[before]["schema"]  # (a reply it cannot parse retries as JSON)
