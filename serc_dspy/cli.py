@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -125,24 +126,47 @@ def _read_draft(path: str) -> str:
 
 
 class _Progress:
-    """One updating status line on stderr, so minutes-long CPU runs show where they are."""
+    """One status line on stderr, so minutes-long CPU runs show where they are: the stage, its
+    count and the elapsed time. On a terminal the line is redrawn every second, so it never sits
+    frozen while one long LM call runs; elsewhere (a log file) a line per report."""
+
+    TICK_SECONDS = 1.0
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self.start = time.monotonic()
         self.interactive = sys.stderr.isatty()
+        self.state = ("start", 0, 0)
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        if not quiet and self.interactive:
+            self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
+            self._ticker.start()
 
     def __call__(self, phase: str, done: int, total: int) -> None:
-        if self.quiet:
-            return
-        elapsed = time.monotonic() - self.start
+        self.state = (phase, done, total)
+        if not self.quiet:
+            self.tick()
+
+    def line(self) -> str:
+        phase, done, total = self.state
         unit = {"detect": " checks", "decompose": " sentences", "reconstruct": " sentences",
                 "correct": " sentences"}.get(phase, "")
-        line = f"[serc {elapsed:6.1f}s] {phase}: {done}/{total}{unit}"
+        count = f" {done}/{total}{unit}" if total else ""
+        return f"[serc {time.monotonic() - self.start:6.1f}s] {phase}:{count}"
+
+    def tick(self) -> None:
         end = "\r" if self.interactive else "\n"
-        print(line.ljust(60), end=end, file=sys.stderr, flush=True)
+        print(self.line().ljust(60), end=end, file=sys.stderr, flush=True)
+
+    def _tick_forever(self) -> None:
+        while not self._stop.wait(self.TICK_SECONDS):
+            self.tick()
 
     def close(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2)
         if not self.quiet and self.interactive:
             print(file=sys.stderr)
 
@@ -180,13 +204,15 @@ def run(args) -> int:
     config.checked_method(options, args.method)
     retriever = config.build_retriever(options, args.method)
     progress = _Progress(options.quiet)
-    program = build_method(args.method, retriever=retriever,
-                           **config.method_options(options, progress=progress))
-    lm = config.build_lm(options)
-    started = time.monotonic()
-    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        prediction = program(question=question, draft=draft)
-    progress.close()
+    try:
+        program = build_method(args.method, retriever=retriever,
+                               **config.method_options(options, progress=progress))
+        lm = config.build_lm(options)
+        started = time.monotonic()
+        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+            prediction = program(question=question, draft=draft)
+    finally:
+        progress.close()
     trace = prediction.trace
     seconds = time.monotonic() - started
     unwritten = _write_outputs(args, trace)  # the answer is printed before any such error

@@ -256,3 +256,18 @@ def test_every_command_has_the_run_options_and_refuses_those_it_cannot_use(argv,
     else:
         with pytest.raises(UserError, match="does not apply here"):
             RunOptions.from_args(parsed)
+
+
+def test_the_status_line_shows_the_stage_and_a_running_clock_between_reports(monkeypatch,
+                                                                             capsys):
+    """DSPy/CLI 12: during one long LM call no report comes, yet the line's clock moves."""
+    from serc_dspy import cli
+
+    clock = iter([100.0, 103.0, 153.0])
+    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
+    progress = cli._Progress(quiet=False)  # not a terminal here: no ticker thread
+    progress("detect", 1, 4)
+    progress.tick()  # what the ticker does every second on a terminal
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("[serc    3.0s] detect: 1/4 checks")
+    assert lines[1].startswith("[serc   53.0s] detect: 1/4 checks")

@@ -11,6 +11,7 @@ Scores go to stdout; progress and data counts to stderr (unless --quiet).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import shlex
 import sys
@@ -65,8 +66,25 @@ def register(subparsers) -> None:
     command.add_argument("--threads", type=int, default=1,
                          help="parallel evaluation threads (the embedded model serialises "
                               "calls anyway)")
+    command.add_argument("--verbose", action="store_true",
+                         help="also show DSPy's own log lines (its optimizers' and Evaluate's "
+                              "INFO messages); by default only this command's progress")
     add_run_options(command)
     command.set_defaults(handler=run_compile)
+
+
+@contextlib.contextmanager
+def dspy_logs(verbose: bool):
+    """DSPy's INFO lines (each bootstrapped trace, each Evaluate average) interleave with the
+    command's own progress; they are shown only with `--verbose`."""
+    logger = logging.getLogger("dspy")
+    level = logger.level
+    if not verbose:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _check_args(args) -> Path:
@@ -92,13 +110,19 @@ def _fmt(score) -> str:
 
 
 def run_compile(args) -> int:
+    options = RunOptions.from_args(args)
+    out = _check_args(args)
+    with dspy_logs(args.verbose):
+        if args.stage == "serc":
+            return _compile_program(args, options, out)
+        return _compile_stages(args, options, out)
+
+
+def _compile_stages(args, options: RunOptions, out: Path) -> int:
+    """Single predictors (`--stage verify|verify_cited|facts|correct|all`)."""
     from serc_dspy import config
     from serc_dspy.compiling.compile import STAGES, load_stage_data, save_results
 
-    options = RunOptions.from_args(args)
-    out = _check_args(args)
-    if args.stage == "serc":
-        return _compile_program(args, options, out)
     options.unused(["deadline", "stage_lms", "search_rate"],
                    f"--stage {args.stage} compiles single predictors, each called on its own "
                    "with --lm; they bound a whole program (--stage serc)")
@@ -123,14 +147,7 @@ def run_compile(args) -> int:
             log(f"{stage}: fewer examples than asked for ({args.train} train / {args.dev} dev)")
 
     lm = config.build_lm(options)
-    evaluate_logger = logging.getLogger("dspy.evaluate.evaluate")
-    level = evaluate_logger.level
-    if options.quiet:  # dspy.Evaluate logs each average at INFO; the scores are printed anyway
-        evaluate_logger.setLevel(logging.WARNING)
-    try:
-        results = _compile_all(args, options, stages, splits, lm, log)
-    finally:
-        evaluate_logger.setLevel(level)
+    results = _compile_all(args, options, stages, splits, lm, log)
     total = time.monotonic() - started
     dead = [r for r in results if r.after.n and r.after.failures == r.after.n]
     if dead:  # a state scored on nothing is not a compiled state: say so, save nothing

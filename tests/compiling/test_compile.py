@@ -190,3 +190,32 @@ def test_cli_compile_fails_and_saves_nothing_when_every_dev_example_fails(monkey
                  "--quiet"])
     assert code == 1 and not out.exists()
     assert "every dev example failed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_cli_compile_keeps_dspys_own_log_lines_for_verbose(scripted_cli, tmp_path, verbose):
+    """DSPy/CLI 12: by default the command's own progress only; DSPy's INFO lines (Evaluate's
+    averages, the optimizers' traces) with --verbose."""
+    import logging
+
+    class Lines(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.records = []
+
+        def emit(self, record):
+            self.records.append(record)
+
+    logger, lines = logging.getLogger("dspy"), Lines()
+    level = logger.level
+    logger.addHandler(lines)
+    try:
+        root = make_data_dir(tmp_path)
+        code = main(["compile", "--stage", "verify", "--optimizer", "labeled", "--train", "4",
+                     "--dev", "4", "--demos", "2", "--data", str(root),
+                     "--out", str(tmp_path / "v.json"), *(["--verbose"] if verbose else [])])
+    finally:
+        logger.removeHandler(lines)
+    assert code == 0
+    assert bool([r for r in lines.records if r.levelno < logging.WARNING]) == verbose
+    assert logger.level == level  # restored after the command
