@@ -88,6 +88,8 @@ class RunOptions(BaseModel):
     """A method run's overall time limit (seconds); steps not started by then degrade."""
     quiet: bool = False
     """No progress on stderr."""
+    from_lm_defaults: frozenset[str] = frozenset()
+    """The fields the LM's run defaults filled, not the caller (never refused as given)."""
 
     # -- the retriever ----------------------------------------------------------------------
     corpus: str | None = None
@@ -147,9 +149,12 @@ class RunOptions(BaseModel):
                             f"{DEFAULT_LM}")
         data["lm"] = (data.get("lm") or "").strip() or DEFAULT_LM
         defaults = run_defaults(data["lm"])
+        filled = []
         for name in _DEFAULTED:
             if data.get(name) is None:
                 data[name] = defaults.get(name)  # the paper's `reconstruct` is SERC's own
+                filled.append(name)
+        data["from_lm_defaults"] = frozenset(filled)
         return data
 
     @field_validator("lm_timeout")
@@ -527,13 +532,27 @@ def build_verifier(options: RunOptions):
 
 
 def checked_method(options: RunOptions, name: str):
-    """The registered method `name`, refusing options it cannot take (a compiled state for a
-    method that has no SERC prompts)."""
+    """The registered method `name`, refusing options it cannot take (SERC's own options for a
+    method that has no SERC stages)."""
     from serc_dspy.programs.registry import get_method
 
-    method = get_method(name)
-    if options.compiled and not method.accepts_compiled:
-        raise UserError(f"--compiled applies to the SERC methods only, not {name!r}")
-    if options.verifier and not method.accepts("verifier"):
-        raise UserError(f"--verifier applies to the SERC methods only, not {name!r}")
-    return method
+    refuse_serc_only(options, [name])
+    return get_method(name)
+
+
+def refuse_serc_only(options: RunOptions, methods: Iterable[str]) -> None:
+    """SERC's own options (`--verdicts`, `--rule`, `--compiled`, `--fact-evidence`, ...) given
+    for a run none of whose methods is a SERC: refused in one line, never dropped. A
+    benchmark that also runs a SERC method passes them to it (the baselines drop them)."""
+    from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, get_method
+
+    methods = list(methods)
+    if not methods or any(get_method(m).serc_options for m in methods):
+        return
+    fields = type(options).model_fields
+    given = [_flag(f) for f in fields if f in SERC_ONLY_OPTIONS | {"frozen"}
+             and f not in options.from_lm_defaults
+             and getattr(options, f) != fields[f].get_default()]
+    if given:
+        raise UserError(f"{', '.join(given)} applies to the SERC methods only, not "
+                        f"{', '.join(repr(m) for m in methods)}")

@@ -145,3 +145,25 @@ def test_the_output_schema_is_sent_under_a_json_adapter_and_not_under_chat():
     with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
         judge(evidence="E.", claim="C.")
     assert not engine.calls[before]["schema"]  # (a reply it cannot parse retries as JSON)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["correct", "--method", "initial", "--verdicts", "fact"], "--verdicts applies to the SERC"),
+    (["correct", "--method", "cove_rag", "--fact-evidence"], "--fact-evidence applies"),
+    (["correct", "--method", "initial", "--rule", "-quote.overrule"], "--rule applies"),
+    (["bench", "noise", "--method", "initial", "--ablate", "quote.overrule"], "--rule applies"),
+])
+def test_serc_only_options_for_a_run_with_no_serc_method_are_refused(tmp_path, capsys, argv,
+                                                                     words):
+    """N16: SERC's own options on a baseline, and `--ablate` with only baselines, are refused
+    in one line, not dropped; a benchmark that also runs SERC passes them to it."""
+    draft = tmp_path / "d.txt"
+    draft.write_text("Marie Curie was born in Warsaw.")
+    common = {"correct": ["--question", "Q", "--draft", str(draft), "--corpus", str(tmp_path)],
+              "bench": ["--articles", "a.json", "--out", str(tmp_path / "o")]}[argv[0]]
+    assert main([*argv, *common]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.startswith("serc: error:") and len(err.splitlines()) == 1
+    from serc_dspy.config import RunOptions, refuse_serc_only
+
+    refuse_serc_only(RunOptions(verdicts="fact"), ["initial", "serc"])  # SERC takes them

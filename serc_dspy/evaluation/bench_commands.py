@@ -55,11 +55,16 @@ def _ablate_options(parser) -> None:
 def _options(args):
     """The run options, refusing a search rate: a benchmark searches each item's own passages
     locally, never a web search."""
-    from serc_dspy.config import RunOptions
+    from serc_dspy.config import RunOptions, refuse_serc_only
 
     options = RunOptions.from_args(args)
     options.unused(["search_rate"], "each item is checked against its own passages, searched "
                                     "locally")
+    methods = args.method if isinstance(args.method, list) else [args.method]
+    refuse_serc_only(options, methods)
+    if getattr(args, "ablate", None):
+        refuse_serc_only(options.model_copy(update={"rules": {r: False for r in args.ablate}}),
+                         methods)
     return options
 
 

@@ -194,7 +194,8 @@ def test_a_rewrite_that_loses_a_detail_no_fact_carries_keeps_it():
     trace = prediction.trace
     assert "1867" in prediction.answer and "Warsaw" in prediction.answer
     assert trace.sentences[0].rewritten == "Marie Curie was born in Warsaw in 1867."
-    assert "1867, which no fact carries" in trace.ruled("rewrite.orphan", "s0")[0].detail
+    assert any("1867, which no fact carries" in r.detail
+               for r in trace.ruled("rewrite.orphan", "s0"))
     assert trace.ruled("rewrite.in_place", "s0")
 
 
