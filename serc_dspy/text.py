@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import threading
 import time
 import unicodedata
+
+from anyascii import anyascii
 
 # Phrases a model uses when it declines or knows nothing; matched at the start of the answer or
 # anywhere for the unambiguous ones, so a biography that merely mentions "unknown" is not hit.
@@ -226,12 +229,25 @@ def unique_texts(items) -> list[str]:
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _PARENTHETICAL = re.compile(r"\([^)]*\)")
-# Letters NFKD does not decompose into a base letter and an accent.
-_UNDECOMPOSED = str.maketrans({"ł": "l", "Ł": "L", "ø": "o", "ß": "ss"})
 NAME_TITLES = frozenset({"dr", "mr", "mrs", "ms", "miss", "prof", "professor", "sir", "dame",
                          "madame", "mme", "lord", "lady", "the"})
 """Words `normalise_name` leaves out: titles and the article, which one name may carry in one
 text and not in another."""
+
+
+def fold_latin(text: str) -> str:
+    """Latin letters spelled in ASCII by anyascii ("Đorđe Æbelø" -> "Dorde Aebelo", ł, ø, ß
+    included), every other script only without its combining accents: a name written with
+    and without accents is one name, and a Chinese or Russian text is not transliterated."""
+    latin = "".join(anyascii(ch) if ord(ch) > 127 and _is_latin(ch) else ch
+                    for ch in unicodedata.normalize("NFKC", text))  # "Ｃurie" is Curie
+    return "".join(ch for ch in unicodedata.normalize("NFKD", latin)
+                   if not unicodedata.combining(ch))  # other scripts' accents, as before
+
+
+@functools.cache
+def _is_latin(ch: str) -> bool:
+    return unicodedata.name(ch, "").startswith("LATIN")
 
 
 def _singular(word: str) -> str:
@@ -243,7 +259,7 @@ def normalise(text: str, *, fold: bool = False, singular: bool = False) -> str:
     white space collapsed ("Curie's 2nd-prize" -> "curie s 2nd prize").
 
     The one normaliser of the package; its options:
-    - `fold`: accents and case folded too: decomposed (NFKD) without combining marks,
+    - `fold`: accents and case folded too: Latin letters in ASCII (`fold_latin`),
       `str.casefold` instead of `str.lower`, and "_" a space ("Élodie_Straße" -> "elodie
       strasse"), for names written with and without accents;
     - `singular`: a plural -s dropped from every word of four letters or more not ending in
@@ -253,8 +269,7 @@ def normalise(text: str, *, fold: bool = False, singular: bool = False) -> str:
     """
     text = text or ""
     if fold:
-        text = "".join(ch for ch in unicodedata.normalize("NFKD", text)
-                       if not unicodedata.combining(ch)).casefold()
+        text = fold_latin(text).casefold()
     else:
         text = text.lower()
     text = _PUNCTUATION.sub(" ", text)
@@ -263,10 +278,10 @@ def normalise(text: str, *, fold: bool = False, singular: bool = False) -> str:
 
 
 def normalise_name(name: str) -> str:
-    """A name for comparing names: parentheticals removed, letters NFKD cannot split
-    (ł, ø, ß) spelled out, then `normalise(fold=True)` without `NAME_TITLES`:
+    """A name for comparing names: parentheticals removed, then `normalise(fold=True)`
+    without `NAME_TITLES`:
     "Dr. Maria Skłodowska-Curie (physicist)" -> "maria sklodowska curie"."""
-    name = _PARENTHETICAL.sub(" ", name or "").translate(_UNDECOMPOSED)
+    name = _PARENTHETICAL.sub(" ", name or "")
     return " ".join(w for w in normalise(name, fold=True).split() if w not in NAME_TITLES)
 
 

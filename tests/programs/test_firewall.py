@@ -185,6 +185,9 @@ def test_mentions_needs_the_whole_name_in_order():
 
 def test_name_helpers():
     assert normalise_name("Dr. Maria Skłodowska-Curie (physicist)") == "maria sklodowska curie"
+    # anyascii spells every Latin letter out, not only those NFKD splits; no other script
+    assert normalise_name("Đorđe Æbelø") == "dorde aebelo" == normalise_name("Dorde Aebelo")
+    assert normalise_name("Ｃurie") == "curie" and normalise_name("居里夫人") == "居里夫人"
     assert same_name("Marie Curie", "Marie Skłodowska Curie")
     assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
     assert not same_name("Marie Curie", "Pierre Curie")
