@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from serc_dspy.errors import UserError
 from serc_dspy.io import file_sha256
 
@@ -223,15 +225,9 @@ def _mark_verified(model: OfflineModel, path: Path) -> None:
 @contextmanager
 def _lock(path: Path) -> Iterator[None]:
     """An exclusive lock file, so two processes never assemble the same model at once."""
-    import fcntl
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path, thread_local=False):
+        yield
 
 
 def _check_parts(model: OfflineModel) -> list[Path]:

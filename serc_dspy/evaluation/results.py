@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
 from serc_dspy.errors import UserError, first_problem, redact
@@ -97,22 +98,19 @@ class JsonlStore:
 
         Two runs on one file would compute everything twice and make scoring double-count.
         """
-        import fcntl
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path.with_name(self.path.name + ".lock"), "a")
+        lock = FileLock(self.path.with_name(self.path.name + ".lock"), thread_local=False)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
+            lock.acquire(timeout=0)
+        except Timeout:
             raise UserError(f"another process is writing {self.path}; wait for it to finish "
                             "or use another output file") from None
-        self._claim = handle
+        self._claim = lock
 
     def close(self) -> None:
-        handle = getattr(self, "_claim", None)
-        if handle is not None:
-            handle.close()
+        lock = getattr(self, "_claim", None)
+        if lock is not None:
+            lock.release()
             self._claim = None
 
     def resume(self, *, retry_failed: bool = True) -> dict[str, dict[str, Any]]:
