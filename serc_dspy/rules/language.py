@@ -1,7 +1,7 @@
 """Which language a draft is written in, so English-only rules stay off for other languages.
 
 Read by a maintained classifier (py3langid, a naive-Bayes byte n-gram model in a 4.6 MB wheel,
-about 0.02 ms a sentence) on the draft's prose: quoted titles and runs of capitalised words are
+about 0.1 ms a sentence) on the draft's prose: quoted titles and runs of capitalised words are
 taken out first, because an English answer that names "Der Ring des Nibelungen und Die Walküre"
 is still English, and the guards that read English words must stay on for it. The measured
 reason for this design is in docs/architecture.md.
