@@ -117,16 +117,6 @@ def restore_markers(answer: str, original: str) -> str:
     return answer
 
 
-def is_runaway(output: str, source: str, *, ratio: float = 2.0, slack: int = 120) -> bool:
-    """True when a rewrite is far longer than what it was written from.
-
-    Rewriting and polishing may only restate their input, so an output more than `ratio`
-    times its source (plus some slack for connecting words) is a loop or recited instructions,
-    which small models produce, not a restatement.
-    """
-    return len(output) > ratio * len(source) + slack
-
-
 def is_refusal(text: str) -> bool:
     """True when the text declines to answer; such a draft carries no facts to decode."""
     return bool(_REFUSAL.search(text or ""))

@@ -1,4 +1,4 @@
-"""The chaos suite, round 2 (text layer): non-English drafts against English-only rules, the
+"""The chaos suite, the text layer: non-English drafts against English-only rules, the
 cost of sentence splitting, and drafts longer than `max_sentences`. Each test pins one defect
 and asserts what stays in the answer, the status and event in the trace, and the exit code.
 Scripted LMs only; no timing is bounded in absolute terms (speed figures live in

@@ -1,4 +1,4 @@
-"""The chaos suite, round 2 (keys, configuration and CLI edges): each test injects one fault and
+"""The chaos suite, keys, configuration and CLI edges: each test injects one fault and
 asserts the promise that must hold: what stays in the answer or output, the status and event
 the trace carries, the exit code, and that no secret, nor any prefix of one of 8 or more
 characters, appears in any output. Scripted LMs and loopback servers only; runs in seconds."""

@@ -1,4 +1,4 @@
-"""The chaos suite, round 2: faults a second attack on the project found. Each test injects one
+"""The chaos suite, decoding faults: what an attack on the decoding found. Each test injects one
 fault and asserts the promise: what stays in the answer, the status and the event in the trace,
 and the exit code where a command is involved. Scripted LMs and loopback fakes only."""
 
