@@ -282,6 +282,7 @@ def _register_halueval(kinds) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _method_run_options(p)
+    _ablate_options(p)
     p.set_defaults(handler=halueval_command)
 
 
@@ -295,7 +296,9 @@ def halueval_command(args) -> int:
     settings = config.method_options(options)
     summary = run_halueval(args.data, args.out, method=args.method, limit=args.limit,
                            offset=args.offset, lm=config.build_lm(options),
-                           progress=not options.quiet, **settings)
+                           progress=not options.quiet,
+                           ablate=_checked_rules(args.ablate, options.rules),
+                           ablate_rerun_all=args.ablate_rerun_all, **settings)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -314,6 +317,10 @@ def halueval_command(args) -> int:
                   f" of {fixed.get('n', 0)}; broken "
                   f"{format_ci(broken.get('break_rate'), broken.get('break_rate_ci'))} of "
                   f"{broken.get('n', 0)}")
+        for label, figures in (summary.get("ablation") or {}).items():
+            print(f"  {label}, off - on: " + "; ".join(
+                f"{name} {_f(d['difference'], '+.3f')} [{_f(d['low'], '+.3f')}, "
+                f"{_f(d['high'], '+.3f')}]" for name, d in figures.items()))
     return EXIT_FAILED if summary["hallucinated"]["failed"] or summary["control"]["failed"] \
         else EXIT_OK
 

@@ -22,10 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from serc_dspy.errors import UserError
-from serc_dspy.evaluation.ablation import ablation, ablation_table, seed_ablation, variants
+from serc_dspy.evaluation.ablation import (
+    VARIANT,
+    ablation,
+    ablation_table,
+    seed_ablation,
+    variants,
+)
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
-from serc_dspy.evaluation.intervals import format_ci, with_intervals
+from serc_dspy.evaluation.intervals import Pair, format_ci, paired_difference, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
 from serc_dspy.evaluation.protocol import split_of_articles
 from serc_dspy.evaluation.report import pyplot, save_figure
@@ -332,19 +338,55 @@ def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[
 
 def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                  method: str, limit: int | None, lm: Any = None, progress: bool = True,
-                 offset: int = 0, **method_options: Any) -> dict[str, Any]:
+                 offset: int = 0, ablate: Sequence[str] = (), ablate_rerun_all: bool = False,
+                 **method_options: Any) -> dict[str, Any]:
     """Decode each hallucinated answer against the item's own knowledge (fix rate), and the
     right answer as a control draft (break rate: a right answer that stops being right); each
-    rate also by question type (`rules.answers.question_kind`), so a weak type is visible."""
+    rate also by question type (`rules.answers.question_kind`), so a weak type is visible.
+
+    With `ablate`, the method runs again with each rule off on the same items (answers the
+    rule never acted on carried over unless `ablate_rerun_all`), and `summary["ablation"]`
+    gives each rate's paired difference, off - on."""
     rows = load_halueval(data, limit, offset)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    knowledge = {r["id"]: r["knowledge"] for r in rows}
     summary: dict[str, Any] = {"method": method, "items": len(rows), "offset": offset}
+    per_item: dict[str, dict[str, dict[str, Pair]]] = {}
+    for label, name, rules_off in variants([method], ablate,
+                                           lambda m: get_method(m).accepts("rules")):
+        options = dict(method_options)
+        if rules_off:
+            options["rules"] = {**dict(options.get("rules") or {}), **rules_off}
+        result, pairs = _halueval_runs(rows, data, out, label, name, lm, progress, offset,
+                                       limit, seed_from=method if rules_off and
+                                       not ablate_rerun_all else None, **options)
+        per_item[label] = pairs
+        if label == method:
+            summary.update(result)
+        else:
+            summary.setdefault("ablation", {})[label] = {
+                figure: paired_difference(pairs[figure], per_item[method][figure],
+                                          figure=figure).model_dump()
+                for figure in pairs}
+    write_json(out / f"halueval-{method}.json", summary)
+    return summary
+
+
+def _halueval_runs(rows, data, out: Path, label: str, method: str, lm, progress, offset, limit,
+                   *, seed_from: str | None = None, **method_options: Any
+                   ) -> tuple[dict[str, Any], dict[str, dict[str, Pair]]]:
+    """One method (or an ablated variant, `label`) on the hallucinated and the control
+    drafts: its summary, and each rate's per-item pairs for paired differences."""
+    knowledge = {r["id"]: r["knowledge"] for r in rows}
+    summary: dict[str, Any] = {}
+    pairs: dict[str, dict[str, Pair]] = {}
     for run, field in (("hallucinated", "hallucinated_answer"), ("control", "right_answer")):
         items = [Item(id=r["id"], question=r["question"], topic=r["id"], draft=r[field])
                  for r in rows]
-        path = out / f"{method}-{run}.jsonl"
+        path = out / f"{label}-{run}.jsonl"
+        if seed_from is not None:
+            (rule,) = [label.split(VARIANT, 1)[1]]
+            seed_ablation(out / f"{seed_from}-{run}.jsonl", path, {rule: False}, progress)
         run_experiment(method, items, path, lm=lm, progress=progress,
                        dataset=f"halueval-{run}", retriever=_NamedRetriever("item-knowledge"),
                        retriever_for=lambda item: _corpus_retriever(knowledge[item.id],
@@ -354,6 +396,8 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
         by_id = {r["id"]: r for r in rows}
         outcomes, colds, failed, calls, tokens = [], [], 0, 0, 0
         types: list[str] = []
+        main = "fix_rate" if run == "hallucinated" else "break_rate"
+        pairs[main] = {}
         for record in read_results(path):
             row = by_id.get(str(record.get("id")))
             if row is None:
@@ -361,15 +405,17 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
             if record.get("error"):
                 failed += 1
                 continue
-            outcomes.append(halueval_outcome(record.get("answer"), row["right_answer"],
-                                             row["hallucinated_answer"]))
+            outcome = halueval_outcome(record.get("answer"), row["right_answer"],
+                                       row["hallucinated_answer"])
+            outcomes.append(outcome)
+            pairs[main][row["id"]] = (float(outcome["fixed"] if run == "hallucinated"
+                                            else not outcome["right"]), 1.0)
             types.append(question_kind(row["question"]))
             colds.append(bool((record.get("trace") or {}).get("cold_start")))
             usage = ((record.get("trace") or {}).get("usage") or {}).get("total") or {}
             calls += usage.get("calls", 0)
             tokens += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
         n = len(outcomes)
-        main = "fix_rate" if run == "hallucinated" else "break_rate"
         summary[run] = {
             "scored": n, "failed": failed,
             **with_intervals({
@@ -384,5 +430,4 @@ def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], 
                 for o, t in zip(outcomes, types, strict=True) if t == kind]})}
                 for kind in sorted(set(types))},
         }
-    write_json(out / f"halueval-{method}.json", summary)
-    return summary
+    return summary, pairs

@@ -341,6 +341,14 @@ def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch,
     assert summary["control"]["break_rate"] == 0.0
     assert summary["control"]["break_rate_ci"] == [0.0, 0.0]
     assert summary["hallucinated"]["calls_per_item"] > 0
+    # --ablate (as on the other benchmarks): the same items with the rule off, paired
+    assert main(["bench", "halueval", "--data", str(data), "--limit", "2", "--out",
+                 str(tmp_path / "h"), "--quiet", "--json", "--lm", "openai=http://x/v1|m",
+                 "--ablate", "agree.contradiction"]) == 0
+    ablated = json.loads(capsys.readouterr().out)["ablation"]["serc~agree.contradiction"]
+    assert set(ablated) == {"fix_rate", "break_rate"}
+    assert ablated["fix_rate"]["items"] == 2 and ablated["break_rate"]["items"] == 2
+    assert (tmp_path / "h" / "serc~agree.contradiction-control.jsonl").is_file()
 
 
 def test_a_bad_halueval_line_is_an_error_naming_it(tmp_path):
