@@ -6,6 +6,9 @@ produced could not be lost; now units are the clauses of the draft, decided once
 
     python benchmarks/rescore_units.py [--data ../shared/data] [--measured benchmarks/measured]
 
+Each folder's raw outputs are in its `raw.tar.gz`: extract them in place first
+(`for d in benchmarks/measured/*/; do tar xzf $d/raw.tar.gz -C $d; done`).
+
 Rewrites each folder's `*.noise.jsonl`, `*.noise.summary.json`, `noise.json`, `noise.md` and
 `waterfall.png`; the results files themselves (the decodings) are not touched.
 """
