@@ -30,6 +30,7 @@ from typing import Any
 
 from dspy import lm15
 from dspy.lm15 import Response
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from serc_dspy.backends.chat_format import (
     API_KEY_ENV,
@@ -217,19 +218,27 @@ class HttpChatEngine(ChatEngine):
         return reply
 
     def _send_retrying(self, body: dict[str, Any]) -> dict[str, Any]:
-        for attempt in range(self.max_retries + 1):
+        """`_send_once`, retried by tenacity on HTTP 429 / 503 only, after the server's
+        `Retry-After` or an exponential backoff; the last busy reply's error when retries run
+        out."""
+        def wait(state: RetryCallState) -> float:
+            busy = state.outcome.exception()
+            return backoff_delay(state.attempt_number, self.backoff, busy.retry_after)
+
+        def send() -> dict[str, Any]:
             if self.bucket is not None:
                 self.bucket.acquire()
-            try:
-                if self.in_flight is None:
-                    return self._send_once(body)
-                with self.in_flight:
-                    return self._send_once(body)
-            except _Busy as busy:
-                if attempt == self.max_retries:
-                    raise busy.error from None
-                self._sleep(backoff_delay(attempt + 1, self.backoff, busy.retry_after))
-        raise AssertionError("unreachable")  # pragma: no cover
+            if self.in_flight is None:
+                return self._send_once(body)
+            with self.in_flight:
+                return self._send_once(body)
+
+        try:
+            return Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=wait,
+                            retry=retry_if_exception_type(_Busy), sleep=self._sleep,
+                            reraise=True)(send)
+        except _Busy as busy:
+            raise busy.error from None
 
     def _pick(self) -> str:
         """The endpoint with the fewest requests in flight (round-robin among equals)."""

@@ -30,6 +30,7 @@ from tavily.errors import (
     UsageLimitExceededError,
 )
 from tavily.errors import TimeoutError as TavilyTimeoutError
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from serc_dspy.errors import ArgumentError, UserError
 from serc_dspy.retrieval.base import (
@@ -70,6 +71,10 @@ class _Secret:
 
     def __repr__(self) -> str:
         return _REDACTED
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (tenacity retries on it)."""
 
 
 @dataclass(frozen=True)
@@ -166,24 +171,36 @@ class TavilyRetriever:
         return client
 
     def _search_with_retries(self, query: str, k: int) -> dict[str, Any]:
+        """One search, retried by tenacity with exponential backoff on a retryable failure
+        (a timeout, a 429 or 5xx); a rejected key or any other failure is raised at once."""
         attempts = self.max_retries + 1
-        failure = _Failure("no attempt made")
-        for attempt in range(attempts):
-            if attempt:
-                self._sleep(self.backoff * 2 ** (attempt - 1))
+
+        def search() -> dict[str, Any]:
             outcome = self._attempt(query, k)
             if not isinstance(outcome, _Failure):
                 return outcome
-            failure = outcome
-            if failure.key_rejected:
+            if outcome.key_rejected:
                 raise TavilyKeyError(
-                    f"Tavily rejected the API key in {TAVILY_KEY_ENV} ({failure.message}); "
+                    f"Tavily rejected the API key in {TAVILY_KEY_ENV} ({outcome.message}); "
                     "check that it is valid and its plan has credits left"
                 )
-            if not failure.retryable:
-                raise RetrievalError(f"Tavily search failed: {failure.message}")
-            logger.debug("Tavily attempt %d/%d failed: %s", attempt + 1, attempts, failure.message)
-        raise RetrievalError(f"Tavily search failed after {attempts} attempts: {failure.message}")
+            if not outcome.retryable:
+                raise RetrievalError(f"Tavily search failed: {outcome.message}")
+            raise _Retryable(outcome.message)
+
+        last = ""
+        try:
+            return Retrying(stop=stop_after_attempt(attempts),
+                            wait=wait_exponential(multiplier=self.backoff, min=0, max=60),
+                            retry=retry_if_exception_type(_Retryable), sleep=self._sleep,
+                            before_sleep=lambda state: logger.debug(
+                                "Tavily attempt %d/%d failed: %s", state.attempt_number,
+                                attempts, state.outcome.exception()),
+                            reraise=True)(search)
+        except _Retryable as failure:
+            last = str(failure)
+        # raised outside the handler: no chained exception carries a response along
+        raise RetrievalError(f"Tavily search failed after {attempts} attempts: {last}")
 
     def _attempt(self, query: str, k: int) -> dict[str, Any] | _Failure:
         """One request; every failure becomes a `_Failure` so no raw exception escapes."""
