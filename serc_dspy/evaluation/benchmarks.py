@@ -385,7 +385,7 @@ def _halueval_runs(rows, data, out: Path, label: str, method: str, lm, progress,
                  for r in rows]
         path = out / f"{label}-{run}.jsonl"
         if seed_from is not None:
-            (rule,) = [label.split(VARIANT, 1)[1]]
+            rule = label.split(VARIANT, 1)[1]
             seed_ablation(out / f"{seed_from}-{run}.jsonl", path, {rule: False}, progress)
         run_experiment(method, items, path, lm=lm, progress=progress,
                        dataset=f"halueval-{run}", retriever=_NamedRetriever("item-knowledge"),
@@ -419,15 +419,13 @@ def _halueval_runs(rows, data, out: Path, label: str, method: str, lm, progress,
         summary[run] = {
             "scored": n, "failed": failed,
             **with_intervals({
-                main: [(float(o["fixed"] if run == "hallucinated" else not o["right"]), 1.0)
-                       for o in outcomes],
+                main: list(pairs[main].values()),
                 "right_rate": [(float(o["right"]), 1.0) for o in outcomes],
                 "cold_start_rate": [(float(c), 1.0) for c in colds]}),
             "calls_per_item": calls / n if n else None,
             "tokens_per_item": tokens / n if n else None,
             "by_type": {kind: {"n": types.count(kind), **with_intervals({main: [
-                (float(o["fixed"] if run == "hallucinated" else not o["right"]), 1.0)
-                for o, t in zip(outcomes, types, strict=True) if t == kind]})}
-                for kind in sorted(set(types))},
+                pair for pair, t in zip(pairs[main].values(), types, strict=True)
+                if t == kind]})} for kind in sorted(set(types))},
         }
     return summary, pairs
