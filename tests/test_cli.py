@@ -166,7 +166,7 @@ def test_cache_option_makes_a_rerun_retrieval_free(scripted, capsys, tmp_path, m
 
     monkeypatch.setattr(local.LocalCorpus, "__call__", counting)
     argv = ["ask", "Tell me a bio of Marie Curie.", "--corpus", str(EXAMPLES / "corpus"),
-            "--cache", str(tmp_path / "cache.sqlite"), "--quiet"]
+            "--cache", str(tmp_path / "cache"), "--quiet"]
     assert main(argv) == 0
     first = len(calls)
     assert first > 0

@@ -199,7 +199,7 @@ def test_the_retriever_is_source_then_throttle_then_cache(tmp_path):
 
     corpus = str(EXAMPLES / "corpus")
     cached = build_retriever(RunOptions(corpus=corpus, search_rate=2,
-                                        cache=str(tmp_path / "c.sqlite")), "serc")
+                                        cache=str(tmp_path / "cache")), "serc")
     assert isinstance(cached, CachedRetriever)
     assert isinstance(cached.retriever, RateLimited)
     assert isinstance(cached.retriever.retriever, LocalCorpus)

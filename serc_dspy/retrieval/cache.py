@@ -1,16 +1,16 @@
 """An on-disk cache in front of any retriever, so re-running SERC does not repeat searches.
 
 Web searches cost money and time, and re-running an evaluation or debugging a prompt asks the
-same verification queries again. Results are stored in one SQLite file keyed by
-`(retriever name, query, k)`; the name is part of the key so one file can serve several
-backends without mixing their evidence.
+same verification queries again. Results are stored in a diskcache directory (SQLite in WAL
+mode underneath, safe across threads and processes) keyed by `(retriever name, query, k)`; the
+name is part of the key so one cache can serve several backends without mixing their
+evidence, and is the entry's tag so `clear()` forgets one backend's entries only.
 
 Check nodes query concurrently from a thread pool, and identical queries are common (the
 same fact checked in several answers), so concurrent misses on one key are collapsed into a
-single call of the wrapped retriever. Across processes SQLite's locking keeps the file
-consistent (WAL mode lets readers proceed while one process writes); two processes may both
-search on a simultaneous miss, but the first stored result wins and both return it.
-Failures are never stored: an outage must not become a permanent "no evidence".
+single call of the wrapped retriever. Two processes may both search on a simultaneous miss,
+but the first stored result wins (`Cache.add`) and both return it. Nothing is ever evicted,
+and failures are never stored: an outage must not become a permanent "no evidence".
 """
 
 from __future__ import annotations
@@ -21,34 +21,25 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import diskcache
 
 from serc_dspy.errors import UserError
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, RetrievalError, Retriever, as_retriever
 from serc_dspy.trace import Passage
 
 CacheKey = tuple[str, str, int]
-"""(retriever name, query, k)."""
+"""(retriever name, with its corpus's content hash where it has one; query; k)."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS retrievals (
-    retriever TEXT NOT NULL,
-    query TEXT NOT NULL,
-    k INTEGER NOT NULL,
-    passages TEXT NOT NULL,
-    created REAL NOT NULL,
-    PRIMARY KEY (retriever, query, k)
-)
-"""
 _BUSY_TIMEOUT_S = 30.0
 
 
 class CacheError(UserError):
-    """The cache file cannot be opened or created; usually a bad path or permissions."""
+    """The cache directory cannot be opened or created; usually a bad path or permissions."""
 
 
 class _KeyLocks:
@@ -101,12 +92,13 @@ def _decode(text: str) -> list[Passage] | None:
 
 
 class CachedRetriever:
-    """Wraps a retriever with a persistent SQLite cache; itself a `Retriever`.
+    """Wraps a retriever with a persistent diskcache; itself a `Retriever`.
 
-    `hits` and `misses` count calls answered from the cache and calls that reached the
-    wrapped retriever successfully. With `enabled=False` every call passes straight through
-    and the file is not touched, so callers can keep one code path for `--no-cache`.
-    Each call returns fresh `Passage` objects, so mutating a result cannot alter the cache.
+    `path` is the cache's directory. `hits` and `misses` count calls answered from the cache
+    and calls that reached the wrapped retriever successfully. With `enabled=False` every call
+    passes straight through and nothing is touched, so callers can keep one code path for
+    `--no-cache`. Each call returns fresh `Passage` objects (entries are stored as JSON), so
+    mutating a result cannot alter the cache.
     """
 
     def __init__(
@@ -122,24 +114,24 @@ class CachedRetriever:
         self.retriever = as_retriever(retriever) if inspect.isroutine(retriever) else retriever
         self.path = Path(path)
         self.enabled = enabled
+        self.content_sha256: str | None = getattr(self.retriever, "content_sha256", None)
+        """The wrapped corpus's content hash: part of every key, so an edited corpus under the
+        same name never reads the old corpus's evidence (and a resumed run's meta checks it)."""
         self.hits = 0
         self.misses = 0
         self._reset_handles()
         if enabled:
-            self._db()  # fail at construction, not mid-run, if the path is unusable
+            self._store_handle()  # fail at construction, not mid-run, if the path is unusable
 
     def _reset_handles(self) -> None:
-        """Locks and SQLite connections belong to one process and object: copies and pickles
-        get fresh ones, and reopen the file lazily."""
+        """Locks and the open cache belong to one process and object: copies and pickles get
+        fresh ones, and reopen the directory lazily."""
         self._counts_lock = threading.Lock()
         self._key_locks = _KeyLocks()
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._connections_lock = threading.Lock()
-        self._ready = False
+        self._open_lock = threading.Lock()
+        self._cache: diskcache.Cache | None = None
 
-    _HANDLES = ("_counts_lock", "_key_locks", "_local", "_connections", "_connections_lock",
-                "_ready")
+    _HANDLES = ("_counts_lock", "_key_locks", "_open_lock", "_cache")
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in self._HANDLES}
@@ -165,7 +157,8 @@ class CachedRetriever:
     def __call__(self, query: str, k: int = DEFAULT_TOP_K) -> list[Passage]:
         if not self.enabled:
             return self.retriever(query, k)
-        key = (self.retriever_name, query, k)
+        name = self.retriever_name
+        key = (f"{name}@{self.content_sha256}" if self.content_sha256 else name, query, k)
         cached = self._load(key)
         if cached is None:
             with self._key_locks.hold(key):
@@ -179,22 +172,18 @@ class CachedRetriever:
         return cached
 
     def clear(self) -> int:
-        """Forget this retriever's cached results (other names in the file are kept).
+        """Forget this retriever's cached results (other names in the cache are kept).
 
         Returns the number of entries removed.
         """
-        cursor = self._db().execute(
-            "DELETE FROM retrievals WHERE retriever = ?", (self.retriever_name,)
-        )
-        return max(cursor.rowcount, 0)
+        return self._store_handle().evict(self.retriever_name, retry=True)
 
     def close(self) -> None:
-        """Close every thread's connection; later calls reopen the file as needed."""
-        with self._connections_lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            connection.close()
-        self._local = threading.local()
+        """Close the cache; later calls reopen it as needed."""
+        with self._open_lock:
+            cache, self._cache = self._cache, None
+        if cache is not None:
+            cache.close()
 
     def _fetch(self, query: str, k: int) -> list[Passage]:
         passages = self.retriever(query, k)
@@ -213,62 +202,36 @@ class CachedRetriever:
                 self.hits += 1
 
     def _load(self, key: CacheKey) -> list[Passage] | None:
-        db = self._db()
-        where = "retriever = ? AND query = ? AND k = ?"
-        row = db.execute(f"SELECT passages FROM retrievals WHERE {where}", key).fetchone()
-        if row is None:
+        cache = self._store_handle()
+        stored = cache.get(key, retry=True)
+        if stored is None:
             return None
-        passages = _decode(row[0])
-        if passages is None:
-            db.execute(f"DELETE FROM retrievals WHERE {where}", key)
+        passages = _decode(stored)
+        if passages is None:  # unreadable: forget it, so it is fetched again
+            cache.delete(key, retry=True)
         return passages
 
     def _store(self, key: CacheKey, passages: list[Passage]) -> list[Passage]:
-        """Insert unless another process got there first; return whatever is stored.
+        """Add unless another process got there first; return whatever is stored.
 
         First writer wins so that every process ends up using the same evidence for a key.
         """
-        self._db().execute(
-            "INSERT OR IGNORE INTO retrievals (retriever, query, k, passages, created) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (*key, _encode(passages), time.time()),
-        )
+        self._store_handle().add(key, _encode(passages), tag=self.retriever_name, retry=True)
         stored = self._load(key)
         return stored if stored is not None else [p.model_copy() for p in passages]
 
-    def _db(self) -> sqlite3.Connection:
-        """This thread's connection; SQLite connections must not be shared across threads."""
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
-            with self._connections_lock:
-                self._connections.append(connection)
-        return connection
-
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_S,
-                isolation_level=None,  # autocommit: every statement is its own transaction
-                check_same_thread=False,  # only so close() can close other threads' handles
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise CacheError(f"cannot open retrieval cache {self.path}: {exc}") from exc
-        try:
-            self._prepare(connection)
-        except sqlite3.Error as exc:
-            connection.close()
-            raise CacheError(f"cannot open retrieval cache {self.path}: {exc}") from exc
-        return connection
-
-    def _prepare(self, connection: sqlite3.Connection) -> None:
-        """Create the table and switch to WAL once per instance; both persist in the file."""
-        with self._connections_lock:
-            if not self._ready:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute(_SCHEMA)
-                self._ready = True
-        connection.execute("PRAGMA synchronous=NORMAL")
+    def _store_handle(self) -> diskcache.Cache:
+        """The open cache (diskcache is thread-safe: one handle serves every thread)."""
+        with self._open_lock:
+            if self._cache is None:
+                if self.path.is_file():
+                    raise CacheError(
+                        f"cannot open retrieval cache {self.path}: it is a file, and the cache "
+                        "is a directory (the single SQLite file of earlier releases is not "
+                        "read); give a directory path")
+                try:
+                    self._cache = diskcache.Cache(
+                        str(self.path), timeout=_BUSY_TIMEOUT_S, eviction_policy="none")
+                except (OSError, sqlite3.Error) as exc:
+                    raise CacheError(f"cannot open retrieval cache {self.path}: {exc}") from exc
+            return self._cache

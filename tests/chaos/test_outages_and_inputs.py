@@ -220,7 +220,7 @@ def test_a_polish_cut_off_at_max_tokens_falls_back_to_the_uncut_text():
 # -- 4. retrieval emptiness ------------------------------------------------------------------
 def test_an_empty_search_result_is_logged_and_never_cached(tmp_path):
     empty = EmptyRetriever()
-    cached = CachedRetriever(as_retriever(empty), tmp_path / "cache.sqlite")
+    cached = CachedRetriever(as_retriever(empty), tmp_path / "cache")
     prediction, _ = decode(program=SERC(retriever=cached))
     assert any("returned nothing" in e.message for e in prediction.trace.events)
     # every search empty: nothing was verified, so no fact is pruned on the retriever's word

@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import diskcache
 import pytest
 
 from serc_dspy.errors import UserError
@@ -57,7 +58,7 @@ class Flaky(Counting):
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return tmp_path / "cache" / "retrieval.sqlite"
+    return tmp_path / "cache" / "retrieval"
 
 
 def test_second_identical_run_makes_no_underlying_calls(db: Path) -> None:
@@ -94,10 +95,10 @@ def test_cache_persists_across_instances_on_the_same_file(db: Path) -> None:
 
 
 def test_parent_directories_are_created_and_wal_is_used(tmp_path: Path) -> None:
-    path = tmp_path / "a" / "b" / "c.sqlite"
+    path = tmp_path / "a" / "b" / "cache"
     CachedRetriever(Counting(), path)("q", 1)
-    assert path.is_file()
-    with sqlite3.connect(path) as conn:
+    assert path.is_dir()
+    with sqlite3.connect(path / "cache.db") as conn:  # diskcache's own file in the directory
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -200,17 +201,20 @@ def test_clear_forgets_only_this_retriever(db: Path) -> None:
 
 
 def test_unusable_path_is_a_user_error(tmp_path: Path) -> None:
-    (tmp_path / "dir.sqlite").mkdir()
-    with pytest.raises(CacheError, match="cannot open retrieval cache") as info:
-        CachedRetriever(Counting(), tmp_path / "dir.sqlite")
+    (tmp_path / "old.sqlite").write_bytes(b"SQLite format 3\x00")  # an earlier release's file
+    with pytest.raises(CacheError, match="cannot open retrieval cache .*is a file") as info:
+        CachedRetriever(Counting(), tmp_path / "old.sqlite")
     assert isinstance(info.value, UserError)
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(CacheError, match="cannot open retrieval cache"):
+        CachedRetriever(Counting(), tmp_path / "plain" / "cache")  # a file as a parent
 
 
 def test_unreadable_entry_is_fetched_again(db: Path) -> None:
     inner = Counting()
     CachedRetriever(inner, db)("q", 1)
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE retrievals SET passages = 'not json'")
+    with diskcache.Cache(str(db)) as store:
+        store.set(("counting", "q", 1), "not json")
     assert CachedRetriever(inner, db)("q", 1)[0].text == "q #0"
     assert len(inner.calls) == 2
 
@@ -218,7 +222,7 @@ def test_unreadable_entry_is_fetched_again(db: Path) -> None:
 def test_is_a_retriever(db: Path) -> None:
     cached = CachedRetriever(Counting(), db)
     assert isinstance(cached, Retriever)
-    assert "retrieval.sqlite" in repr(cached)
+    assert "retrieval" in repr(cached)
 
 
 # --- concurrency ---------------------------------------------------------------------------
@@ -319,8 +323,8 @@ def test_processes_sharing_the_file_get_the_same_result(db: Path) -> None:
         outputs.append(json.loads(out))
     assert all(o == outputs[0] for o in outputs)
     assert outputs[0][0]["source"] in {"proc0", "proc1"}
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM retrievals").fetchone()[0] == 1
+    with diskcache.Cache(str(db)) as store:
+        assert len(store) == 1
 
 
 def test_serc_with_local_and_cached_retrievers_deep_copies_and_pickles(tmp_path, caplog):
@@ -331,7 +335,7 @@ def test_serc_with_local_and_cached_retrievers_deep_copies_and_pickles(tmp_path,
     from serc_dspy import SERC, LocalCorpus
 
     corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie was born in Warsaw in 1867."})
-    for retriever in (corpus, CachedRetriever(corpus, tmp_path / "c.sqlite")):
+    for retriever in (corpus, CachedRetriever(corpus, tmp_path / "cache")):
         program = SERC(retriever=retriever)
         with caplog.at_level(logging.WARNING):
             twin = copy.deepcopy(program)
@@ -351,8 +355,21 @@ def test_a_plain_function_is_cached_as_serc_would_take_it(tmp_path):
         calls.append(query)
         return [f"{query} passage"]
 
-    cached = CachedRetriever(search, tmp_path / "cache.sqlite")
+    cached = CachedRetriever(search, tmp_path / "cache")
     first = cached("Marie Curie", 2)
     assert [p.text for p in first] == ["Marie Curie passage"]
     assert [p.text for p in cached("Marie Curie", 2)] == ["Marie Curie passage"]
     assert calls == ["Marie Curie"]  # the second call came from the cache
+
+
+def test_an_edited_corpus_under_the_same_name_never_reads_the_old_evidence(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "curie.txt").write_text("Marie Curie was born in Kraków.", encoding="utf-8")
+    old = CachedRetriever(LocalCorpus(folder), tmp_path / "cache")
+    assert "Kraków" in old("Marie Curie born", 1)[0].text
+    (folder / "curie.txt").write_text("Marie Curie was born in Warsaw.", encoding="utf-8")
+    new = CachedRetriever(LocalCorpus(folder), tmp_path / "cache")
+    assert new.name == old.name and new.content_sha256 != old.content_sha256
+    assert "Warsaw" in new("Marie Curie born", 1)[0].text
+    assert new.clear() == 2  # one name: both corpora's entries go
