@@ -3,8 +3,9 @@
 - `ChatEngine`: the sync engine base; a subclass only says how to `send(body) -> dict`.
   `backends/embedded.py` sends in-process to llama.cpp's own server (xllamacpp);
 - `HttpChatEngine`: any OpenAI-compatible server over HTTP (SGLang, its router, vLLM,
-  llama.cpp), throttled, retried on 429/503, spread over several endpoints, and careful with
-  the API key (read at call time, never stored or echoed);
+  llama.cpp) through one pooled httpx client, throttled, retried on 429/503, spread over
+  several endpoints, and careful with the API key (read at call time, never stored or
+  echoed);
 - `ThreadedAsyncEngine`: the async half DSPy wants beside a custom engine, running the sync
   call on a wide thread pool of its own.
 
@@ -24,10 +25,9 @@ import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
+import httpx
 from dspy import lm15
 from dspy.lm15 import Response
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
@@ -187,6 +187,7 @@ class HttpChatEngine(ChatEngine):
         self._key_gate = threading.Lock()
         self._key_answered: str | None = None
         self._key_rejected: tuple[str, str, int | None] | None = None
+        self._http: httpx.Client | None = None  # opened at the first request, kept alive
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One request, throttled (`max_in_flight`, `rate` requests per second) and retried
@@ -259,35 +260,52 @@ class HttpChatEngine(ChatEngine):
             with self._pick_lock:
                 self.in_flight_at[url] -= 1
 
+    def _client(self) -> httpx.Client:
+        """One pooled httpx client for every thread of this engine (httpx's `Client` is
+        thread-safe): keep-alive connections to each endpoint instead of one per request."""
+        with self._pick_lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self.timeout, limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=ENGINE_THREADS))
+            return self._http
+
     def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(API_KEY_ENV)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        http = urllib.request.Request(f"{url}/chat/completions", method="POST",
-                                      data=json.dumps(body).encode("utf-8"), headers=headers)
         try:
-            with urllib.request.urlopen(http, timeout=self.timeout) as reply:
-                return json.loads(reply.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
+            reply = self._client().post(f"{url}/chat/completions", headers=headers,
+                                        content=json.dumps(body).encode("utf-8"))
+        except httpx.TransportError as exc:  # refused, reset, timed out, a bad scheme
+            reason = redact(str(exc) or type(exc).__name__)
+            raise lm15.TransportError(f"{self.name}: cannot reach {url}: {reason}") from None
+        if reply.status_code >= 400:
             # Redacted before it is cut: a cut inside an echoed key would leave a prefix that
             # no longer matches the key.
-            detail = redact(exc.read().decode("utf-8", "replace"))[:300]
-            if exc.code in (401, 403):
+            detail = redact(reply.text)[:300]
+            code = reply.status_code
+            if code in (401, 403):
                 raise LMKeyRejected(f"{self.name}: the server rejected the API key (HTTP "
-                                    f"{exc.code}): {detail}; check {API_KEY_ENV}",
-                                    status=exc.code) from None
-            if exc.code in (429, 503):
-                raise _Busy(lm15.RateLimitError(f"{self.name}: HTTP {exc.code}: {detail}",
-                                                status=exc.code),
-                            exc.headers.get("Retry-After")) from None
-            kind = lm15.ServerError if exc.code >= 500 else lm15.InvalidRequestError
-            raise kind(f"{self.name}: HTTP {exc.code}: {detail}", status=exc.code) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
-            reason = redact(getattr(exc, "reason", exc))
-            raise lm15.TransportError(f"{self.name}: cannot reach {url}: {reason}") from None
-        except json.JSONDecodeError as exc:
+                                    f"{code}): {detail}; check {API_KEY_ENV}",
+                                    status=code) from None
+            if code in (429, 503):
+                raise _Busy(lm15.RateLimitError(f"{self.name}: HTTP {code}: {detail}",
+                                                status=code),
+                            reply.headers.get("Retry-After")) from None
+            kind = lm15.ServerError if code >= 500 else lm15.InvalidRequestError
+            raise kind(f"{self.name}: HTTP {code}: {detail}", status=code) from None
+        try:
+            return reply.json()
+        except ValueError as exc:
             raise lm15.ServerError(f"{self.name}: the server's reply is not JSON ({exc})") from None
+
+    def close(self) -> None:
+        """Close the pooled connections; a later request opens new ones."""
+        with self._pick_lock:
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
 
     def dump_state(self) -> dict[str, Any]:
         return {"kind": self.kind, "url": self.url, "model": self.request_model,
