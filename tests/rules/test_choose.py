@@ -7,7 +7,8 @@ from test_choice import CORPUS, DRAFT, FACTS, READS, _decode, decode, reads_evid
 from serc_dspy import LocalCorpus
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
-         "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare"}
+         "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
+         "choose.same_frame"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -58,11 +59,17 @@ def test_two_contradicted_slots_are_settled_by_the_rest_of_the_sentence():
                    for line in inputs["options"].splitlines()]
         return {"choice": next(letter for letter, value in options if value == want)}
 
+    # "In 1911 ... won" shares no word with "Prize in Chemistry in 1903": choose.same_frame
+    # alone keeps 1911 out; off, both slots stand contradicted and settle decides
     result, _ = decode(draft, facts, corpus=corpus, choose=both_wrong)
+    assert result.trace.ruled("choose.same_frame", "f0.0") and \
+        result.answer == "She won the Nobel Prize in Physics in 1903 with Pierre Curie."
+    result, _ = decode(draft, facts, corpus=corpus, choose=both_wrong,
+                       rules={"choose.same_frame": False})
     assert result.trace.ruled("choose.settle", "f0.0")
     assert result.answer == "She won the Nobel Prize in Physics in 1903 with Pierre Curie."
     off, _ = decode(draft, facts, corpus=corpus, choose=both_wrong,
-                    rules={"choose.settle": False})
+                    rules={"choose.settle": False, "choose.same_frame": False})
     assert not off.trace.ruled("choose.settle") and off.answer == draft
 
 
@@ -95,8 +102,8 @@ def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_ev
 
     result, _ = decode(draft, facts, corpus=corpus, choose=other)
     assert result.trace.ruled("choose.own_stated", "f0.0") and result.answer == draft
-    off, _ = decode(draft, facts, corpus=corpus, choose=other,
-                    rules={"choose.own_stated": False})
+    off, _ = decode(draft, facts, corpus=corpus, choose=other,  # the rival's frame differs too
+                    rules={"choose.own_stated": False, "choose.same_frame": False})
     assert not off.trace.ruled("choose.own_stated") and off.answer != draft
     # a planted value the evidence never states is swapped as before
     planted, _ = _decode()
@@ -123,3 +130,35 @@ def test_a_date_comparison_is_decided_by_the_evidences_dates_not_by_the_chooser(
                           "Arthur's Magazine", pick("First for Women"))
     assert sizes.answer == "Arthur's Magazine" and not sizes.trace.ruled("choose.compare")
     assert not engine.of("ChooseValue")
+
+
+def test_a_rival_among_another_events_words_is_not_swapped_in():
+    """The tuning split's clean Sörenstam bio: "another four times" was chosen over 72 LPGA
+    tournaments, ten majors and 24 other tournaments; none shares the words around it."""
+    corpus = LocalCorpus.from_texts({"a.txt": "Annika Sörenstam is a Swedish golfer. She won "
+                                              "the tournament twice herself during those years "
+                                              "and another four times before that."})
+    draft = "Annika Sörenstam has won 72 official LPGA tournaments."
+
+    def other(inputs):
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next(letter for letter, value in options if value == "four")}
+
+    def run(text, **rules):
+        return decode(text, {text: [text]}, corpus=corpus, choose=other, rules=rules)[0]
+
+    result = run(draft)
+    assert result.answer == draft and result.trace.ruled("choose.same_frame", "f0.0")
+    assert result.trace.fact("f0.0").status == "unverified"
+    off = run(draft, **{"choose.same_frame": False})
+    assert not off.trace.ruled("choose.same_frame") and "four" in off.answer
+    # a rival among the same words is swapped in: "won 72 ... times" against "four times"
+    same = "Annika Sörenstam won the tournament 72 times before that."
+    fixed = run(same)
+    assert not fixed.trace.ruled("choose.same_frame")
+    assert fixed.answer == "Annika Sörenstam won the tournament four times before that."
+    # and the planted errors of the shared scenario are all swapped back as before
+    planted, _ = _decode()
+    assert not planted.trace.ruled("choose.same_frame")
+    assert planted.trace.ruled("choose.swap", "f2.0")

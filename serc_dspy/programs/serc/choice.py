@@ -37,6 +37,7 @@ from serc_dspy.rules.slots import (
     focus,
     own_attested,
     preceding_word,
+    same_frame,
     stated,
 )
 from serc_dspy.rules.words import content_stems
@@ -239,6 +240,13 @@ class SlotChooser(Stage):
                     slot.note = f"{first!r} was chosen, but the evidence states its own value " \
                                 + ("" if short else "for this event more closely")
                     run.rule("choose.own_stated", fact.id, before=slot.text, after=first,
+                             detail=slot.note)
+                elif not short and run.on("choose.same_frame") and \
+                        not same_frame(slot, fact.text, evidence, rival, name):
+                    slot.ruling, slot.chosen = "unverified", None
+                    slot.note = f"{first!r} was chosen, but the words around it in its " \
+                                "passage are about something else"
+                    run.rule("choose.same_frame", fact.id, before=slot.text, after=first,
                              detail=slot.note)
             else:
                 slot.note = "not stated, in both orders"
