@@ -63,7 +63,7 @@ def planted_fixed(answer: str) -> list[bool]:
     states the right detail (the right phrase's own words and the numbers both phrases share)
     and none still states the wrong one. A sentence is the unit, so "Chemistry" in the true
     1911 prize does not count against the fixed 1903 one."""
-    from serc_dspy.text import split_sentences, words
+    from serc_dspy.core.text import split_sentences, words
 
     sentences = [set(words(sentence)) for sentence in split_sentences(answer)]
     fixed = []
@@ -82,8 +82,8 @@ def child(model: str, setting: dict, result_path: Path) -> None:
     """One decoding of the main job in this process, its figures written to `result_path`."""
     from serc_dspy import cli
     from serc_dspy.backends import embedded
-    from serc_dspy.cpu import default_threads
-    from serc_dspy.trace import Trace
+    from serc_dspy.runtime.cpu import default_threads
+    from serc_dspy.core.trace import Trace
 
     plain = embedded.LlamaServerEngine.__init__
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from serc_dspy.evaluation.intervals import bootstrap_statistic, paired_difference
 from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
-from serc_dspy.evaluation.stage_bench import pair_key, unseen_pairs
-from serc_dspy.io import read_jsonl
+from serc_dspy.compiling.stage_bench import pair_key, unseen_pairs
+from serc_dspy.core.io import read_jsonl
 
 PAIRS = [("verify_agree", "verify"), ("verify_cited", "verify"), ("verify_agree", "verify_cited")]
 

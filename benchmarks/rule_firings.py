@@ -15,8 +15,8 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from serc_dspy.errors import UserError
-from serc_dspy.io import read_jsonl_rows
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_jsonl_rows
 from serc_dspy.rules import RULES
 
 

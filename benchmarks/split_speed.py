@@ -3,7 +3,7 @@ paragraph without a blank line, and the growth from one size to the other (linea
 
     python benchmarks/split_speed.py [--sizes 100000 1000000]
 
-CPU seconds of `serc_dspy.text.split_sentences`. Not part of the test run: the test suite bounds
+CPU seconds of `serc_dspy.core.text.split_sentences`. Not part of the test run: the test suite bounds
 only the growth ratio (tests/chaos/test_text_layer_faults.py), never a time.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from serc_dspy.text import split_sentences
+from serc_dspy.core.text import split_sentences
 
 PROSE = (
     "Marie Curie was born in Warsaw on 7 November 1867. Her father, Władysław Skłodowski, "

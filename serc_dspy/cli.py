@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import NoReturn
 
-from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.config import add_run_options
-from serc_dspy.errors import (
+from serc_dspy import config
+from serc_dspy.backends.models import MODELS, ensure_model, model_status
+from serc_dspy.commands import bench, compiling, evaluation
+from serc_dspy.commands.options import add_run_options
+from serc_dspy.commands.progress import AssemblyProgress, StageProgress
+from serc_dspy.core.errors import (
     EXIT_FAILED,
     EXIT_USAGE,
     DecodingFailed,
@@ -24,8 +24,12 @@ from serc_dspy.errors import (
     one_line,
     redact,
 )
+from serc_dspy.core.text import parse_json
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.protocol import record_command
 from serc_dspy.programs.registry import method_names
+from serc_dspy.runtime.adapter import StrictJSONAdapter
+from serc_dspy.view import render_trace
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -63,20 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="assemble and verify this model now (otherwise done on first use)")
     models.set_defaults(handler=run_models)
 
-    for module in _COMMAND_MODULES:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if found:
-            importlib.import_module(module).register(commands)
+    # the command groups (`serc_dspy/commands/`): each has `register(subparsers)` and sets
+    # `handler(args) -> int` on its parsers
+    for group in (evaluation, compiling, bench):
+        group.register(commands)
     return parser
-
-
-# Subcommand groups that live next to the code they drive; each exposes `register(subparsers)`
-# and sets `handler(args) -> int` on its parsers.
-_COMMAND_MODULES = ("serc_dspy.evaluation.commands", "serc_dspy.compiling.commands",
-                    "serc_dspy.evaluation.bench_commands")
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:
@@ -125,52 +120,6 @@ def _read_draft(path: str) -> str:
         raise UserError(f"cannot read draft file {path}: {exc}") from exc
 
 
-class _Progress:
-    """One status line on stderr, so minutes-long CPU runs show where they are: the stage, its
-    count and the elapsed time. On a terminal the line is redrawn every second, so it never sits
-    frozen while one long LM call runs; elsewhere (a log file) a line per report."""
-
-    TICK_SECONDS = 1.0
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.start = time.monotonic()
-        self.interactive = sys.stderr.isatty()
-        self.state = ("start", 0, 0)
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
-        if not quiet and self.interactive:
-            self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
-            self._ticker.start()
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        self.state = (phase, done, total)
-        if not self.quiet:
-            self.tick()
-
-    def line(self) -> str:
-        phase, done, total = self.state
-        unit = {"detect": " checks", "decompose": " sentences", "reconstruct": " sentences",
-                "correct": " sentences"}.get(phase, "")
-        count = f" {done}/{total}{unit}" if total else ""
-        return f"[serc {time.monotonic() - self.start:6.1f}s] {phase}:{count}"
-
-    def tick(self) -> None:
-        end = "\r" if self.interactive else "\n"
-        print(self.line().ljust(60), end=end, file=sys.stderr, flush=True)
-
-    def _tick_forever(self) -> None:
-        while not self._stop.wait(self.TICK_SECONDS):
-            self.tick()
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2)
-        if not self.quiet and self.interactive:
-            print(file=sys.stderr)
-
-
 def cost_line(usage, seconds: float) -> str:
     """`26 LM calls, 19,782 prompt (12,004 from the engine's cache) + 1,416 completion tokens,
     5 min 23 s`: what a run cost, for the end of `serc ask` / `serc correct`."""
@@ -185,9 +134,6 @@ def cost_line(usage, seconds: float) -> str:
 def run(args) -> int:
     import dspy
 
-    from serc_dspy import config
-    from serc_dspy.programs import build_method
-
     options = config.RunOptions.from_args(args)  # a bad rule or rate fails before any work
     if args.trace:
         check_writable(args.trace, "--trace")
@@ -201,15 +147,12 @@ def run(args) -> int:
             raise UserError(f"draft file is empty: {args.draft}")
     if not question or not question.strip():
         raise UserError("the question is empty")
-    config.checked_method(options, args.method)
-    retriever = config.build_retriever(options, args.method)
-    progress = _Progress(options.quiet)
+    progress = StageProgress(options.quiet)
     try:
-        program = build_method(args.method, retriever=retriever,
-                               **config.method_options(options, progress=progress))
-        lm = config.build_lm(options)
+        parts = config.build_run(options, [args.method], progress=progress)
+        program = parts.program(args.method)
         started = time.monotonic()
-        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        with dspy.context(lm=parts.lm, adapter=StrictJSONAdapter()):
             prediction = program(question=question, draft=draft)
     finally:
         progress.close()
@@ -262,15 +205,11 @@ def _write_outputs(args, trace) -> str | None:
 
 
 def _page(trace) -> str:
-    from serc_dspy.view import render_trace
 
     return render_trace(trace)
 
 
 def run_view(args) -> int:
-    from serc_dspy.text import parse_json
-    from serc_dspy.trace import Trace
-    from serc_dspy.view import render_trace
 
     path = Path(args.trace)
     if not path.is_file():
@@ -299,10 +238,8 @@ def run_view(args) -> int:
 
 
 def run_models(args) -> int:
-    from serc_dspy.backends.models import MODELS, ensure_model, model_status
 
     if args.prepare:
-        from serc_dspy.config import AssemblyProgress
 
         ensure_model(args.prepare, progress=AssemblyProgress())
     rows = [model_status(model) for model in MODELS.values()]

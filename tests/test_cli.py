@@ -7,8 +7,9 @@ from conftest import EXAMPLES
 from scripted import entity, reader, scripted_lm
 
 from serc_dspy.cli import build_parser, main
-from serc_dspy.errors import UserError
-from serc_dspy.trace import Trace
+from serc_dspy.commands.progress import StageProgress
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Trace
 
 DRAFT = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
 
@@ -261,11 +262,11 @@ def test_every_command_has_the_run_options_and_refuses_those_it_cannot_use(argv,
 def test_the_status_line_shows_the_stage_and_a_running_clock_between_reports(monkeypatch,
                                                                              capsys):
     """DSPy/CLI 12: during one long LM call no report comes, yet the line's clock moves."""
-    from serc_dspy import cli
+    from serc_dspy.commands import progress as progress_module
 
     clock = iter([100.0, 103.0, 153.0])
-    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
-    progress = cli._Progress(quiet=False)  # not a terminal here: no ticker thread
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    progress = StageProgress(quiet=False)  # not a terminal here: no ticker thread
     progress("detect", 1, 4)
     progress.tick()  # what the ticker does every second on a terminal
     lines = capsys.readouterr().err.splitlines()

@@ -10,16 +10,16 @@ from conftest import EXAMPLES, SHARED_DATA
 from scripted import entity, reader, scripted_lm
 
 from serc_dspy.cli import build_parser, main
+from serc_dspy.commands.options import add_run_options
+from serc_dspy.commands.progress import AssemblyProgress
 from serc_dspy.config import (
-    AssemblyProgress,
     RunOptions,
-    add_run_options,
     build_lm,
     build_retriever,
     build_stage_lms,
     method_options,
 )
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.programs.registry import METHODS, build_method, get_method
 
 DRAFT = "Marie Curie was born in Kraków in 1867. She studied at the Sorbonne in Paris."
@@ -195,7 +195,7 @@ def test_the_registry_says_which_methods_take_serc_options():
 def test_the_retriever_is_source_then_throttle_then_cache(tmp_path):
     from serc_dspy.retrieval.cache import CachedRetriever
     from serc_dspy.retrieval.local import LocalCorpus
-    from serc_dspy.throttle import RateLimited
+    from serc_dspy.runtime.throttle import RateLimited
 
     corpus = str(EXAMPLES / "corpus")
     cached = build_retriever(RunOptions(corpus=corpus, search_rate=2,

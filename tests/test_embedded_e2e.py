@@ -15,8 +15,8 @@ from conftest import EXAMPLES
 from serc_dspy import SERC, LocalCorpus, Trace
 from serc_dspy.backends import embedded_lm, find_smollm2_gguf
 from serc_dspy.cli import main
+from serc_dspy.core.trace import Verdict
 from serc_dspy.programs import build_method, method_names
-from serc_dspy.trace import Verdict
 
 pytestmark = pytest.mark.embedded
 

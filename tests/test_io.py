@@ -1,12 +1,12 @@
-"""`serc_dspy.io`: one strict JSON-lines reader, atomic JSON and JSON-lines writers."""
+"""`serc_dspy.core.io`: one strict JSON-lines reader, atomic JSON and JSON-lines writers."""
 
 import json
 import logging
 
 import pytest
 
-from serc_dspy.errors import UserError
-from serc_dspy.io import read_json, read_jsonl, read_jsonl_rows, write_json, write_jsonl
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_json, read_jsonl, read_jsonl_rows, write_json, write_jsonl
 
 
 class DataFileError(UserError):

@@ -1,6 +1,6 @@
 """The draft's layout: prose is decoded in place, everything else comes back byte for byte."""
 
-from serc_dspy.layout import Layout
+from serc_dspy.core.layout import Layout
 
 DRAFT = """Marie Curie was a physicist. She was born in Warsaw.
 

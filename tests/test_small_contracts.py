@@ -8,9 +8,9 @@ import pytest
 
 from serc_dspy.cli import build_parser, main
 from serc_dspy.config import RunOptions
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import StepUsage, Usage
 from serc_dspy.programs.registry import method_names
-from serc_dspy.trace import StepUsage, Usage
 
 sys.path.insert(0, str(Path(__file__).parent / "programs"))
 
@@ -31,7 +31,7 @@ def test_a_timeout_past_a_day_is_refused_up_front():
 
 @pytest.mark.parametrize("value", ["²", "١٢", "１２", "2147483648", "-1", "1.5"])
 def test_thread_and_poll_settings_take_ascii_digits_in_range_only(monkeypatch, value):
-    from serc_dspy.cpu import default_threads
+    from serc_dspy.runtime.cpu import default_threads
 
     monkeypatch.setenv("SERC_THREADS", value)
     with pytest.raises(UserError, match="SERC_THREADS must be a whole number"):
@@ -54,7 +54,7 @@ def test_a_runs_usage_reads_as_its_repr_says():
 
 
 def test_a_short_key_is_redacted_whatever_its_length(monkeypatch):
-    from serc_dspy.errors import redact
+    from serc_dspy.core.errors import redact
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-a1b2")
     assert redact("401: invalid key sk-a1b2 given") == "401: invalid key [redacted] given"
@@ -62,7 +62,7 @@ def test_a_short_key_is_redacted_whatever_its_length(monkeypatch):
 
 
 def test_a_password_in_a_url_is_never_shown():
-    from serc_dspy.errors import redact
+    from serc_dspy.core.errors import redact
 
     text = "calling http://user:s3cr3t@127.0.0.1:8000/v1 failed"
     assert redact(text) == "calling http://user:[redacted]@127.0.0.1:8000/v1 failed"
@@ -120,7 +120,7 @@ def test_the_rule_flag_works_as_the_help_writes_it(capsys):
 ])
 def test_an_option_that_cannot_take_effect_is_refused(options, words):
     from serc_dspy import SERC
-    from serc_dspy.errors import UserError
+    from serc_dspy.core.errors import UserError
 
     with pytest.raises(UserError, match=words):
         SERC(**options)

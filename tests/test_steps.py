@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from serc_dspy.errors import UserError
-from serc_dspy.steps import PrioritySlots, Run, gather, run_sync
-from serc_dspy.trace import Trace
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Trace
+from serc_dspy.runtime.steps import PrioritySlots, Run, gather, run_sync
 
 
 def test_waiting_calls_are_served_deepest_stage_first_then_in_arrival_order():

@@ -9,9 +9,9 @@ import pytest
 from fake_openai import FakeOpenAIServer
 
 from serc_dspy.backends import lm_from_spec
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.runtime.throttle import InFlightLimit, RateLimited, TokenBucket, backoff_delay
 from serc_dspy.signatures import JudgeFact
-from serc_dspy.throttle import InFlightLimit, RateLimited, TokenBucket, backoff_delay
 
 
 class FakeClock:

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from serc_dspy import verifiers as module  # noqa: E402
-from serc_dspy.errors import UserError  # noqa: E402
+from serc_dspy.core.errors import UserError  # noqa: E402
 from serc_dspy.verifiers import (  # noqa: E402
     MINICHECK_SEQ2SEQ_TEMPLATE,
     MINICHECK_TEMPLATE,

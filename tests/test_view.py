@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from serc_dspy.cli import main
-from serc_dspy.trace import Check, Correction, Event, Fact, Firewall, Passage, Sentence, Trace
+from serc_dspy.core.trace import Check, Correction, Event, Fact, Firewall, Passage, Sentence, Trace
 from serc_dspy.view import render_trace
 
 DRAFT = ("Marie Curie was born in Kraków in 1867. She won the Nobel Prize in Chemistry in 1903. "
@@ -238,7 +238,7 @@ def test_html_report_renders_two_result_files_with_a_view_per_item(tmp_path):
 
 
 def test_a_choice_check_shows_each_slots_options_choices_and_ruling():
-    from serc_dspy.trace import Candidate, Slot
+    from serc_dspy.core.trace import Candidate, Slot
 
     trace = fixture_trace()
     fact = trace.fact("f0.0")

@@ -50,8 +50,8 @@ from serc_dspy.backends.chat_format import (
     requested_schema,
     stream_events,
 )
-from serc_dspy.errors import UserError, redact
-from serc_dspy.throttle import InFlightLimit, TokenBucket, backoff_delay
+from serc_dspy.core.errors import UserError, redact
+from serc_dspy.runtime.throttle import InFlightLimit, TokenBucket, backoff_delay
 
 __all__ = [
     "API_KEY_ENV", "CHARS_PER_TOKEN", "DEFAULT_MAX_LIST_ITEMS", "DEFAULT_MAX_TOKENS",

@@ -25,8 +25,8 @@ from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 from dspy.utils.exceptions import LMAuthError
 
-from serc_dspy.adapter import strict_json_object
-from serc_dspy.errors import KeyRejected, MalformedOutput, StepFailed, redact
+from serc_dspy.core.errors import KeyRejected, MalformedOutput, StepFailed, redact
+from serc_dspy.runtime.adapter import strict_json_object
 
 DEFAULT_MAX_TOKENS = 512
 # A small model under a schema can repeat list items until it runs out of tokens; a bound on

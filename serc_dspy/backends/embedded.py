@@ -21,7 +21,7 @@ import dspy
 from serc_dspy.backends.chat import BackendError, ChatEngine, ThreadedAsyncEngine
 from serc_dspy.backends.chat_format import DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_TOKENS
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS, ensure_model, get_model
-from serc_dspy.cpu import default_poll, default_threads
+from serc_dspy.runtime.cpu import default_poll, default_threads
 
 DEFAULT_CONTEXT_TOKENS = 8192
 DEFAULT_SLOTS = 2

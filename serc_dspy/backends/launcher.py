@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from serc_dspy.errors import StepFailed, UserError
+from serc_dspy.core.errors import StepFailed, UserError
 
 
 class ServerError(StepFailed):

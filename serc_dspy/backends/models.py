@@ -29,8 +29,8 @@ from typing import Any
 
 from filelock import FileLock
 
-from serc_dspy.errors import UserError
-from serc_dspy.io import file_sha256
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import file_sha256
 
 CACHE_ENV = "SERC_CACHE_DIR"
 CHUNK = 8 << 20

@@ -24,7 +24,7 @@ from serc_dspy.backends.embedded import embedded_lm
 from serc_dspy.backends.hf import transformers_lm
 from serc_dspy.backends.models import DEFAULT_MODEL, MODELS
 from serc_dspy.backends.servers import API_KEY_ENV, server_lm
-from serc_dspy.errors import redact
+from serc_dspy.core.errors import redact
 
 LM_FORMS = ("accepted forms: 'qwen1.5b', 'smollm2', 'local', 'local=PATH.gguf', "
             "'hf=DIR_OR_HUB_ID[#GGUF_FILE]', 'sglang=URL#MODEL', 'openai=URL#MODEL', "

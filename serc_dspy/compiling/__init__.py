@@ -6,7 +6,7 @@
 - `commands`: the `serc compile` subcommand.
 """
 
-from serc_dspy.states import (
+from serc_dspy.runtime.states import (
     FORMAT_VERSION,
     CompiledStateError,
     compiled_names,

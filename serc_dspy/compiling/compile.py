@@ -22,14 +22,13 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.devsets import (
     Split,
     load_correction_examples,
     load_fact_examples,
     load_verdict_examples,
 )
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.evaluation.metrics.dspy_metrics import (
     VERDICT_LABELS,
     correction_metric,
@@ -39,7 +38,8 @@ from serc_dspy.evaluation.metrics.dspy_metrics import (
 )
 from serc_dspy.programs.serc import SERC
 from serc_dspy.rules.quotes import hold_to_quote, opening_name
-from serc_dspy.states import save_compiled
+from serc_dspy.runtime.adapter import StrictJSONAdapter
+from serc_dspy.runtime.states import save_compiled
 
 OPTIMIZERS = ("labeled", "bootstrap", "mipro")
 DEFAULT_DEMOS = 4

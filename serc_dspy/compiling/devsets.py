@@ -22,7 +22,7 @@ facts (`fact_extractor`, signature AtomicFacts: subject, sentence -> facts)
     `annotations[].human-atomic-facts[].text`. Rows with null annotations and sentences with
     null human facts are skipped. Metric (`facts_metric` / `fact_f1`): fact-level F1 under a
     greedy one-to-one matching: all (predicted, gold) pairs are scored with
-    `serc_dspy.text.similarity` (character-level ratio after lower-casing and dropping
+    `serc_dspy.core.text.similarity` (character-level ratio after lower-casing and dropping
     punctuation), taken best-first, and a pair matches when both facts are still unmatched and
     the score is >= `FACT_MATCH_THRESHOLD` (0.7). Precision = matches / predicted, recall =
     matches / gold; two empty lists score 1, one empty list 0. On the labelled data,
@@ -68,11 +68,11 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import file_sha256, read_jsonl
+from serc_dspy.core.text import normalise
 from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS
-from serc_dspy.io import file_sha256, read_jsonl
 from serc_dspy.signatures import FactFix
-from serc_dspy.text import normalise
 
 STANCE_TO_VERDICT = {
     "completely-support": "SUPPORTED",
@@ -111,7 +111,7 @@ class _Item:
 
 # -- reading -------------------------------------------------------------------------------------
 def _data_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a data file (`serc_dspy.io.read_jsonl`: a missing file or a bad line raises
+    """Rows of a data file (`serc_dspy.core.io.read_jsonl`: a missing file or a bad line raises
     `DataError` naming it). Each file's `file_sha256` goes into the counts, so a compiled
     state names its exact data."""
     return read_jsonl(path, what="data file", error=DataError)

@@ -20,15 +20,15 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.compile import Score, build_teleprompter, resolve_teleprompter
 from serc_dspy.compiling.devsets import Split
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.evaluation.injection import corpus_articles, load_articles, make_drafts
 from serc_dspy.evaluation.metrics.dspy_metrics import planted_error_examples, planted_error_score
 from serc_dspy.programs.serc import SERC
 from serc_dspy.retrieval.knowledge import KnowledgeSource
-from serc_dspy.states import save_compiled
+from serc_dspy.runtime.adapter import StrictJSONAdapter
+from serc_dspy.runtime.states import save_compiled
 
 PROGRAM_STAGE = "serc"
 _ARTICLE_PATTERNS = ("wikipedia*.json", "*articles*.json")

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from serc_dspy.core.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.evaluation.compare import compare_files
 from serc_dspy.evaluation.results import sibling
-from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.rules import RULES
 
 VARIANT = "~"

@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_json, read_jsonl, write_json, write_jsonl
+from serc_dspy.core.text import normalise
 from serc_dspy.evaluation.ablation import (
     VARIANT,
     ablation,
@@ -37,11 +39,9 @@ from serc_dspy.evaluation.protocol import split_of_articles
 from serc_dspy.evaluation.report import pyplot, save_figure
 from serc_dspy.evaluation.results import read_results, read_score_rows, sibling
 from serc_dspy.evaluation.runner import run_experiment
-from serc_dspy.io import read_json, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.registry import get_method
 from serc_dspy.retrieval.knowledge import KnowledgeSource
 from serc_dspy.rules.answers import question_kind
-from serc_dspy.text import normalise
 
 WATERFALL_NAME = "waterfall.png"
 SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.evaluation.factcheck import FACTCHECK_FIGURES, read_scores
 from serc_dspy.evaluation.intervals import Difference, Pair, paired_difference
 from serc_dspy.evaluation.noise import NOISE_FIGURES, NoiseScore

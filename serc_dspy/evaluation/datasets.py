@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError
-from serc_dspy.io import read_jsonl_rows
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_jsonl_rows
 
 DATASETS = ("bio", "truthfulqa", "factscore")
 BIO_TEMPLATE = "Tell me a bio of {entity}."

@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, NonNegativeInt
 
-from serc_dspy.errors import describe
+from serc_dspy.core.errors import describe
+from serc_dspy.core.text import degenerate_sentences, split_sentences
 from serc_dspy.evaluation.factcheck_claims import (
     ANCHOR,
     KEPT_ALL,
@@ -58,7 +59,6 @@ from serc_dspy.evaluation.factcheck_items import (
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.evaluation.noise import introduced, verbatim_sentences
 from serc_dspy.evaluation.results import read_score_rows
-from serc_dspy.text import degenerate_sentences, split_sentences
 
 __all__ = [
     "ANCHOR", "FACTCHECK_FIGURES", "KEPT_ALL", "MAX_SWAPPED", "NEGATION", "REMOVED_BELOW",

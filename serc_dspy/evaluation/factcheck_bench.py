@@ -19,8 +19,9 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import file_sha256, read_json, write_json, write_jsonl
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.ablation import ablation, ablation_table, seed_ablation, variants
 from serc_dspy.evaluation.benchmarks import accepts_rules, with_rules_off
 from serc_dspy.evaluation.datasets import Item
@@ -40,9 +41,8 @@ from serc_dspy.evaluation.intervals import format_ci
 from serc_dspy.evaluation.protocol import split_of_items
 from serc_dspy.evaluation.results import lm_name, read_results, sibling
 from serc_dspy.evaluation.runner import run_experiment
-from serc_dspy.io import file_sha256, read_json, write_json, write_jsonl
 from serc_dspy.retrieval.local import LocalCorpus
-from serc_dspy.trace import Trace
+from serc_dspy.runtime.adapter import StrictJSONAdapter
 
 SCORES_SUFFIX = ".factcheck.jsonl"
 

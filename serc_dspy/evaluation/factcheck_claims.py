@@ -22,13 +22,13 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel
 
-from serc_dspy.errors import MalformedOutput, StepFailed, describe
+from serc_dspy.core.errors import MalformedOutput, StepFailed, describe
+from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.evaluation.factcheck_items import BenchClaim, LabelledClaim, Outcome
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.evaluation.noise import stem
 from serc_dspy.retrieval.local import tokenize
 from serc_dspy.signatures.evaluation import ClaimInAnswer
-from serc_dspy.text import normalise, split_sentences
 
 Path_ = Literal["verbatim", "details", "judge"]
 

@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from serc_dspy.errors import UserError, describe, first_problem
-from serc_dspy.io import read_jsonl_rows
-from serc_dspy.text import normalise
+from serc_dspy.core.errors import UserError, describe, first_problem
+from serc_dspy.core.io import read_jsonl_rows
+from serc_dspy.core.text import normalise
 
 Label = Literal["true", "false", "unknown"]
 Outcome = Literal["fixed", "removed", "left", "kept", "altered"]

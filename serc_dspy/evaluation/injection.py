@@ -28,9 +28,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.text import split_sentences
 from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
-from serc_dspy.text import split_sentences
 
 ErrorKind = Literal["year", "number", "place", "person", "role", "dependent"]
 KINDS: tuple[str, ...] = ("year", "number", "place", "person", "role", "dependent")

@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, NonNegativeInt
 
+from serc_dspy.core.text import degenerate_sentences, split_sentences
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.injection import ROLES, NoisyDraft
 from serc_dspy.evaluation.intervals import Pair, with_intervals
 from serc_dspy.retrieval.local import tokenize
-from serc_dspy.text import degenerate_sentences, split_sentences
-from serc_dspy.trace import Trace
 
 ErrorOutcomeName = Literal["corrected", "deleted", "left"]
 UnitOutcomeName = Literal["preserved", "altered", "pruned"]

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from serc_dspy.errors import redact
+from serc_dspy.core.errors import redact
 
 FACTCHECK_TUNING = range(1, 26)
 """Factcheck-Bench items (1-based, in file order) that rules and prompts may be tuned on."""

@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import UserError, one_line
+from serc_dspy.core.errors import UserError, one_line
+from serc_dspy.core.io import read_json
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.metrics.cost import CostSummary, summarize_cost, token_reduction
 from serc_dspy.evaluation.results import read_results, sibling
 from serc_dspy.evaluation.scoring import factscore_summary, truthfulqa_summary
-from serc_dspy.io import read_json
-from serc_dspy.trace import Trace
 from serc_dspy.view import render_trace
 
 _SCORE_SUFFIXES = (".factscore.summary.json", ".truthfulqa.summary.json", ".factscore.jsonl",

@@ -32,8 +32,8 @@ import dspy
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
-from serc_dspy.errors import UserError, first_problem, redact
-from serc_dspy.io import json_line, read_jsonl, read_jsonl_rows, write_jsonl
+from serc_dspy.core.errors import UserError, first_problem, redact
+from serc_dspy.core.io import json_line, read_jsonl, read_jsonl_rows, write_jsonl
 
 RESULTS_SUFFIX = ".jsonl"
 
@@ -77,7 +77,7 @@ def read_results(path: str | os.PathLike[str],
                  on_torn: Callable[[int, str], None] | None = None) -> list[dict[str, Any]]:
     """Records of a results file, or of a score file the `score_*` functions append to.
 
-    Strict like every JSON-lines reader (`serc_dspy.io.read_jsonl`), except for a torn last
+    Strict like every JSON-lines reader (`serc_dspy.core.io.read_jsonl`), except for a torn last
     line (a run killed mid-write): it is skipped with a warning and handed to `on_torn`, and
     the next resume drops it from the file and runs its item again.
     """

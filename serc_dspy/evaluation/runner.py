@@ -25,8 +25,9 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.errors import UserError, describe
+from serc_dspy.core.errors import UserError, describe
+from serc_dspy.core.io import read_json, write_json
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.protocol import provenance
 from serc_dspy.evaluation.results import (
@@ -47,10 +48,9 @@ from serc_dspy.evaluation.scoring import (
     score_truthfulqa,
     truthfulqa_summary,
 )
-from serc_dspy.io import read_json, write_json
 from serc_dspy.programs import build_method
 from serc_dspy.programs.registry import get_method
-from serc_dspy.trace import Trace
+from serc_dspy.runtime.adapter import StrictJSONAdapter
 
 __all__ = [
     "DECODING_OPTIONS", "RESULTS_SUFFIX", "RESULT_INPUTS", "JsonlStore", "RunSummary",

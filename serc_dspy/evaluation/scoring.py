@@ -17,8 +17,9 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.adapter import StrictJSONAdapter
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import write_json
+from serc_dspy.core.trace import Usage
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.metrics import (
     ATTEMPTS,
@@ -40,9 +41,8 @@ from serc_dspy.evaluation.results import (
     read_results,
     sibling,
 )
-from serc_dspy.io import write_json
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
-from serc_dspy.trace import Usage
+from serc_dspy.runtime.adapter import StrictJSONAdapter
 
 
 def _run_records(run_path: str | os.PathLike[str]) -> tuple[list[dict], list[dict]]:

@@ -10,8 +10,10 @@ from typing import Any, ClassVar, Literal
 
 import dspy
 
-from serc_dspy.errors import DecodingFailed, UserError, redact
-from serc_dspy.layout import Layout
+from serc_dspy.core.errors import DecodingFailed, UserError, redact
+from serc_dspy.core.layout import Layout
+from serc_dspy.core.text import defang, restore_markers
+from serc_dspy.core.trace import Passage, Step, Trace
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -19,8 +21,7 @@ from serc_dspy.retrieval.base import (
     as_retriever,
     cap_context,
 )
-from serc_dspy.signatures import AnswerQuestion
-from serc_dspy.steps import (
+from serc_dspy.runtime.steps import (
     STAGE_ORDER,
     DeadlineExceeded,
     ProgressCallback,
@@ -28,8 +29,7 @@ from serc_dspy.steps import (
     StepSpec,
     run_sync,
 )
-from serc_dspy.text import defang, restore_markers
-from serc_dspy.trace import Passage, Step, Trace
+from serc_dspy.signatures import AnswerQuestion
 from serc_dspy.verifiers.base import VERIFIER_FAILED
 
 __all__ = ["DeadlineExceeded", "InputError", "Run", "StepSpec", "TracedProgram"]
@@ -74,7 +74,7 @@ class TracedProgram(dspy.Module):
 
     A program declares `steps`, its predictors' table (attribute name -> `StepSpec`: LM stage
     and usage key), and writes `aforward` against the step layer (`Run.call` / `map` /
-    `attempt`, see `serc_dspy.steps`). `forward` is its synchronous twin. Every LM call then
+    `attempt`, see `serc_dspy.runtime.steps`). `forward` is its synchronous twin. Every LM call then
     runs on its stage's LM (if the user gave one) with usage recorded into the trace per step
     and per model: the trace is the single source of cost figures.
     """
@@ -272,7 +272,7 @@ class TracedProgram(dspy.Module):
         run.log("run", f"decoding failed: {run.trace.failure}", "error")
 
     def layout(self, run: Run, text: str) -> Layout | None:
-        """`text` cut into its layout and sentences (`serc_dspy.layout`) under the run's
+        """`text` cut into its layout and sentences (`serc_dspy.core.layout`) under the run's
         deadline, which is checked before the split starts and between its blocks: past it the
         run fails (nothing was checked) and None comes back."""
         try:

@@ -13,6 +13,8 @@ from typing import ClassVar
 
 import dspy
 
+from serc_dspy.core.text import unique_texts
+from serc_dspy.core.trace import Step
 from serc_dspy.programs.base import Run, StepSpec, TracedProgram, format_passages
 from serc_dspy.signatures import (
     AnswerFromContext,
@@ -26,8 +28,6 @@ from serc_dspy.signatures import (
     SubQuestions,
     VerifiedAnswer,
 )
-from serc_dspy.text import unique_texts
-from serc_dspy.trace import Step
 
 
 class InitialAnswer(TracedProgram):

@@ -12,11 +12,10 @@ from typing import Any
 from serc_dspy.programs.base import InputError, TracedProgram
 from serc_dspy.programs.baselines import RARR, CoVe, CoVeRAG, InitialAnswer, ReEx
 from serc_dspy.programs.serc import SERC
+from serc_dspy.programs.serc.options import SERC_OPTION_NAMES
 
-SERC_ONLY_OPTIONS = {"firewall", "use_retrieval", "density", "max_facts_per_check",
-                     "match_cutoff", "polish_temperature", "queries", "evidence", "verdicts",
-                     "max_sentences", "max_facts_per_sentence", "compiled", "rules",
-                     "fact_evidence", "evidence_window", "reconstruct", "verifier"}
+SERC_ONLY_OPTIONS = SERC_OPTION_NAMES
+"""SERC's own options (the fields of `SercOptions`): the baselines drop them."""
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from serc_dspy.errors import StepFailed, UserError, WrongArgumentType
-from serc_dspy.text import clean_text, split_sentences, words
-from serc_dspy.trace import Passage
+from serc_dspy.core.errors import StepFailed, UserError, WrongArgumentType
+from serc_dspy.core.text import clean_text, split_sentences, words
+from serc_dspy.core.trace import Passage
 
 DEFAULT_TOP_K = 8
 """Passages per query: the paper retrieves the top 8 results for each verification query."""

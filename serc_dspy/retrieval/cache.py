@@ -28,9 +28,9 @@ from typing import Any
 
 import diskcache
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, RetrievalError, Retriever, as_retriever
-from serc_dspy.trace import Passage
 
 CacheKey = tuple[str, str, int]
 """(retriever name, with its corpus's content hash where it has one; query; k)."""

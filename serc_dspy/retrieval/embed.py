@@ -33,9 +33,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from serc_dspy.backends.models import ModelError, Part, cache_dir, part_file
-from serc_dspy.cpu import default_threads
-from serc_dspy.errors import ArgumentError
+from serc_dspy.core.errors import ArgumentError
 from serc_dspy.retrieval.base import CorpusError
+from serc_dspy.runtime.cpu import default_threads
 
 logger = logging.getLogger("serc_dspy")
 

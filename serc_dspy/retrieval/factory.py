@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.retrieval.cache import CachedRetriever
 from serc_dspy.retrieval.knowledge import KnowledgeSource
 from serc_dspy.retrieval.local import LocalCorpus
-from serc_dspy.throttle import RateLimited
+from serc_dspy.runtime.throttle import RateLimited
 
 WEB_SEARCHES = ("tavily",)
 

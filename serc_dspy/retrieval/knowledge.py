@@ -37,11 +37,11 @@ from typing import Any
 import bm25s
 import numpy as np
 
-from serc_dspy.errors import UserError
-from serc_dspy.io import read_json
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_json
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval.base import DEFAULT_TOP_K
 from serc_dspy.retrieval.local import LocalCorpus, chunk_text, tokenize
-from serc_dspy.trace import Passage
 
 SEPARATOR = "####SPECIAL####SEPARATOR####"
 DEFAULT_PASSAGE_CHARS = 1000

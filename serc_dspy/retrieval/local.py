@@ -26,8 +26,10 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from serc_dspy.errors import ArgumentError
-from serc_dspy.io import read_jsonl_rows
+from serc_dspy.core.errors import ArgumentError
+from serc_dspy.core.io import read_jsonl_rows
+from serc_dspy.core.text import clean_text
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval.base import DEFAULT_TOP_K, CorpusError
 from serc_dspy.retrieval.embed import (
     EmbeddingCache,
@@ -36,8 +38,6 @@ from serc_dspy.retrieval.embed import (
     embed_passages,
     normalize,
 )
-from serc_dspy.text import clean_text
-from serc_dspy.trace import Passage
 
 logger = logging.getLogger("serc_dspy")
 

@@ -32,14 +32,14 @@ from tavily.errors import (
 from tavily.errors import TimeoutError as TavilyTimeoutError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from serc_dspy.errors import ArgumentError, UserError
+from serc_dspy.core.errors import ArgumentError, UserError
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval.base import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
     RetrievalError,
     cap_context,
 )
-from serc_dspy.trace import Passage
 
 logger = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     hygiene,
     names,
     quotes,
+    rivals,
     slots,
 )
 from serc_dspy.rules.base import (

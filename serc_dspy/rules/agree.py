@@ -7,11 +7,11 @@ passages did mention. These rules ask for a second, independent signal before a 
 
 from __future__ import annotations
 
+from serc_dspy.core.text import split_sentences
+from serc_dspy.core.trace import Witness
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.quotes import substituted_detail
 from serc_dspy.rules.words import content_stems, is_number, key_terms, words_of
-from serc_dspy.text import split_sentences
-from serc_dspy.trace import Witness
 
 MIN_AGREEING = 2
 
@@ -27,6 +27,11 @@ register(
          "\"Chemistry in 1903\", judged SUPPORTED twice against a quote saying Physics)",
          thresholds={"min_agreeing": MIN_AGREEING},
          acts_without_ruling=True),  # its agreeing second verdict is a call, no ruling
+    Rule("evidence.empty_search", "a check node whose search returned no passages makes its "
+         "facts NOT_FOUND, to be pruned unless another rule keeps them (off: they stay "
+         "unverified, in the draft's words); a run whose every search came back empty fails "
+         "instead", "the paper prunes what no evidence states; with no passages at all, the "
+         "run-level check (`nothing_verified`) keeps an outage from pruning everything"),
     Rule("agree.not_found", "a NOT_FOUND fact is pruned only when no passage of its check "
          "mentions its key details (numbers and names, else its content words); otherwise it "
          "stays `unverified`", "grouped checks retrieve passages about the other facts; a "

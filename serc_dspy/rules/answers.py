@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise
+from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.slots import (
     _YEAR,
     MAX_CANDIDATES,
@@ -18,8 +20,6 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
-from serc_dspy.text import normalise
-from serc_dspy.trace import Candidate, Slot
 
 _COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                          r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)

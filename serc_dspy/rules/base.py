@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 
 @dataclass(frozen=True)

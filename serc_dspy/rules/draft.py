@@ -9,6 +9,15 @@ register(
          "County\") is checked as one claim answering the question, never replaced by the "
          "cold start", "on HaluEval, with the right answer as the draft, the cold start "
          "replaced every short right answer, and 3 of 8 came back wrong"),
+    Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
+         "of text, is replaced by an answer grounded in the question's passages before it is "
+         "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "
+         "answer has no facts to check, and a refusal none to correct"),
+    Rule("draft.no_info", "a refusal or an empty answer that the cold start could not ground "
+         "(no passages, or a grounded answer that refuses too) becomes the no-information "
+         "answer, status no_info (off: the refusal is returned as it stands, still no_info)",
+         "an empty or refusing answer is no correction of anything; the paper answers "
+         "\"no information\" in its place"),
 )
 
 

@@ -11,6 +11,15 @@ from __future__ import annotations
 import difflib
 import re
 
+from serc_dspy.core.text import (
+    SHORT_ANSWER_CHARS,
+    SHORT_SENTENCE_CHARS,
+    is_refusal,
+    is_wide,
+    normalise,
+    text_size,
+    words,
+)
 from serc_dspy.rules.base import Rule, RuleSet, register
 from serc_dspy.rules.hygiene import ungrounded
 from serc_dspy.rules.words import (
@@ -21,15 +30,6 @@ from serc_dspy.rules.words import (
     negations,
     stem,
     words_of,
-)
-from serc_dspy.text import (
-    SHORT_ANSWER_CHARS,
-    SHORT_SENTENCE_CHARS,
-    is_refusal,
-    is_wide,
-    normalise,
-    text_size,
-    words,
 )
 
 RUNAWAY_RATIO = 2.0

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from serc_dspy.core.text import split_sentences
 from serc_dspy.rules.base import Rule, RuleSet, register
 from serc_dspy.rules.words import STOP, is_content, is_number, stem, words_of
-from serc_dspy.text import split_sentences
 
 MIN_FACT_WORDS = 3
 MAX_UNGROUNDED_SHARE = 0.25

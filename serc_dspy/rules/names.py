@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise_name
 from serc_dspy.rules.base import Rule, RuleSet, register
-from serc_dspy.text import normalise_name
 
 register(
     Rule("firewall.placeholder", "an empty or placeholder descriptor (\"Name\", "

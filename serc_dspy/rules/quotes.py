@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from serc_dspy.core.text import normalise, similarity, split_sentences
+from serc_dspy.core.trace import Witness
 from serc_dspy.rules.base import Rule, RuleSet, register
 from serc_dspy.rules.words import (
     event_stems,
@@ -20,8 +22,6 @@ from serc_dspy.rules.words import (
     stem,
     words_of,
 )
-from serc_dspy.text import normalise, similarity, split_sentences
-from serc_dspy.trace import Witness
 
 MIN_SWAP_CONTEXT = 3
 """Content words a claim needs before one swapped word can witness a contradiction."""

@@ -19,17 +19,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from serc_dspy.core.text import normalise, split_sentences
+from serc_dspy.core.trace import Candidate, Passage, Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.words import MONTHS, STOP, content_stems, is_content, stem, words_of
-from serc_dspy.text import normalise, split_sentences
-from serc_dspy.trace import Candidate, Passage, Slot
+from serc_dspy.rules.words import MONTHS, STOP, content_stems, stem, words_of
 
-FRAME_WORDS = 3
-"""Words each side of a fact's value that say what it is a value of ("has won ___ official
-LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them among the
-`RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
-born on 3 March 1951 into a poor family in ___")."""
-RIVAL_FRAME_WORDS = 5
 MAX_SLOTS = 3
 """Slots asked per fact (two choice calls each); the most specific kinds first."""
 MAX_CANDIDATES = 6
@@ -56,22 +50,6 @@ register(
          "stated\", leaves the fact unverified and in the draft's words: it is never removed "
          "on such a choice", "SERC removed 13 of 22 false claims and a quarter of the true ones "
          "on Factcheck-Bench's report split"),
-    Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
-         "the evidence states the fact's own value in a sentence about the fact's event more "
-         "closely than the rival's sentence (a caller's short answer: when the evidence states "
-         "it at all): the fact stays unverified", "on the report "
-         "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
-         "and altered 14 true units, whose own values the articles do state"),
-    Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
-         "the words around it in its passage (five each side, in its sentence) share a "
-         "content word with the words around the slot in the fact (three each side), the "
-         "subject's names and the two values aside (\"won 72 official LPGA tournaments\" is "
-         "not corrected by \"another four times\"); otherwise the fact stays unverified",
-         "on the tuning split's clean drafts (K = 0), 17 slots were swapped, every one onto "
-         "true text, and 15 of their rivals stood in other events' words (a death date for a "
-         "birth date, a 1904 recital series for an organist's last year)",
-         found_on="wikipedia_dev.json, the first 10 bios, K = 0", thresholds={
-             "frame_words": FRAME_WORDS, "rival_frame_words": RIVAL_FRAME_WORDS}),
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option, with no "
          "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "
@@ -372,68 +350,16 @@ def _offer(slot: Slot, sentences: list[EvidenceSentence],
     return options
 
 
-def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
-                 subject: str = "") -> bool:
-    """Whether the evidence states the fact's own value (as a value of its kind) in a sentence
-    about the fact's event more closely than the chosen rival's sentence is (event words shared
-    with the fact, its slot aside): then the evidence supports the fact as it stands, and the
-    choice of the rival is the model's misreading, not a contradiction. A planted or invented
-    value is stated nowhere, so this never stands in a real correction's way; "Chemistry in
-    1903" is stated for 1911's prize, a sentence less about the fact than 1903's "Physics"
-    one."""
-    rest = fact[:slot.start] + " " + fact[slot.start + len(slot.text):]
-    event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
-    own = normal_form(slot.kind, slot.text)
-
-    def states_own(sentence: EvidenceSentence) -> bool:  # as a value of its kind
-        return _has_value(slot.kind, own, sentence.text)
-
-    def shared(sentence: EvidenceSentence) -> int:
-        return len(event & content_stems(sentence.text, subject))
-
-    own_best = max((shared(s) for s in evidence if states_own(s)), default=0)
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
-    return own_best > (shared(rival) if rival is not None else 0)
-
-
-def _frame(text: str, start: int, end: int, skip: set[str], size: int) -> set[str]:
-    """The content stems of the `size` words before `text[start:end]` and after it."""
-    tokens = list(re.finditer(r"[^\W_]+", text))
-    before = [m.group() for m in tokens if m.end() <= start][-size:]
-    after = [m.group() for m in tokens if m.start() >= end][:size]
-    return {stem(w) for w in before + after
-            if w.lower() not in STOP and w.lower() not in skip and is_content(w)}
-
-
-def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
-               subject: str = "") -> bool:
-    """Whether the chosen rival stands among words about the same thing as the slot's value:
-    the words around it in its sentence share a content stem with the words around the slot
-    in the fact (the subject's names and both values aside). On the tuning split's traces
-    (windows 3 and 5) it kept 3 of the 4 swaps that fixed a planted error and refused 21 of
-    the 25 that did not. A fact whose slot has no content
-    word around it, or a rival whose sentence is not at hand, is not held back."""
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
-    skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
-    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS)
-    if rival is None or not own:
-        return True
-    at = (chosen.offset or 0) - rival.offset
-    return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
-
-
 def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
     """Whether the slot's own value (by its normal form) stands in an evidence sentence."""
     own = normal_form(slot.kind, slot.text)
-    return any(_has_value(slot.kind, own, sentence.text) or
+    return any(has_value(slot.kind, own, sentence.text) or
                (slot.kind in ("name", "role") and bool(own) and
                 own in normalise(sentence.text, fold=True))
                for sentence in evidence)
 
 
-def _has_value(kind: str, value: str, text: str) -> bool:
+def has_value(kind: str, value: str, text: str) -> bool:
     """Whether `text` holds a span of the slot's kind whose normal form is `value`."""
     return any(_compatible(kind, s.kind) and normal_form(kind, _as_kind(kind, s)) == value
                for s in spans(text))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from serc_dspy.text import is_wide, words
+from serc_dspy.core.text import is_wide, words
 
 STOP = frozenset("""
 a an the and or but nor of in on at to for from by with without as into onto over under about

@@ -14,9 +14,9 @@ from typing import Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from serc_dspy.concurrency import in_thread
-from serc_dspy.errors import StepFailed
-from serc_dspy.trace import Verdict
+from serc_dspy.core.errors import StepFailed
+from serc_dspy.core.trace import Verdict
+from serc_dspy.runtime.concurrency import in_thread
 
 Kind = Literal["auto", "nli", "binary", "seq2seq"]
 KINDS = ("auto", "nli", "binary", "seq2seq")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from serc_dspy.errors import UserError
-from serc_dspy.text import split_sentences
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.text import split_sentences
 
 DEFAULT_CHUNK_WORDS = 200
 """About 270 tokens of English: with the claim, a chunk fits a 512-token encoder."""

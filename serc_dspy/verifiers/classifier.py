@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.verifiers.base import (
     KINDS,
     Kind,

@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 
 from serc_dspy.backends.hf import hf_cache_dir, in_local_cache, is_hub_id
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 DEFAULT_MAX_LENGTH = 512
 INSTALL_HINT = (

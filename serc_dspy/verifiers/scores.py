@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 
 def _normalise(label: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.verifiers.classifier import (
     MINICHECK_SEQ2SEQ_TEMPLATE,
     MINICHECK_TEMPLATE,

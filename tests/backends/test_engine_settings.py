@@ -7,8 +7,8 @@ import pytest
 
 from serc_dspy.backends.chat import BackendError
 from serc_dspy.backends.embedded import LlamaServerEngine
-from serc_dspy.cpu import DEFAULT_POLL, default_poll, default_threads
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.runtime.cpu import DEFAULT_POLL, default_poll, default_threads
 
 
 def test_serc_threads_sets_the_engines_thread_count(monkeypatch):

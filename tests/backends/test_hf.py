@@ -19,8 +19,8 @@ from serc_dspy.backends.hf import (
     TransformersEngine,
     transformers_lm,
 )
+from serc_dspy.core.trace import Verdict
 from serc_dspy.signatures import AtomicFacts, JudgeFact
-from serc_dspy.trace import Verdict
 
 VERDICTS = set(typing.get_args(Verdict))
 EVIDENCE = "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891."

@@ -25,7 +25,7 @@ from test_serc import DRAFT, handlers  # noqa: E402
 from serc_dspy import SERC, LocalCorpus  # noqa: E402
 from serc_dspy.backends.servers import openai_compatible_lm  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
-from serc_dspy.errors import MIN_SECRET_CHARS, UserError, describe, redact  # noqa: E402
+from serc_dspy.core.errors import MIN_SECRET_CHARS, UserError, describe, redact  # noqa: E402
 from serc_dspy.evaluation.runner import read_results  # noqa: E402
 from serc_dspy.retrieval.base import RetrievalError, as_retriever  # noqa: E402
 

@@ -22,11 +22,11 @@ from test_serc import DRAFT, handlers  # noqa: E402
 from serc_dspy import SERC, LocalCorpus, Trace  # noqa: E402
 from serc_dspy.backends.servers import openai_compatible_lm  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
-from serc_dspy.errors import DecodingFailed, UserError, describe  # noqa: E402
+from serc_dspy.core.errors import DecodingFailed, UserError, describe  # noqa: E402
+from serc_dspy.core.text import split_sentences  # noqa: E402
 from serc_dspy.programs.base import InputError  # noqa: E402
 from serc_dspy.retrieval import CachedRetriever  # noqa: E402
 from serc_dspy.retrieval.base import RetrievalError, as_retriever  # noqa: E402
-from serc_dspy.text import split_sentences  # noqa: E402
 
 
 def decode(program=None, lm_engine=None, draft=DRAFT, **overrides):
@@ -375,7 +375,7 @@ def test_deeply_nested_json_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 
 
 def test_compiled_state_demos_are_validated(tmp_path):
-    from serc_dspy.states import CompiledStateError, read_compiled, resolve_compiled
+    from serc_dspy.runtime.states import CompiledStateError, read_compiled, resolve_compiled
 
     document = json.loads(resolve_compiled("verify_smollm2").read_text())
     document["state"]["single_verifier"]["demos"] = "notalist"

@@ -21,13 +21,11 @@ from faults import QUESTION  # noqa: E402
 from scripted import CountingRetriever, scripted_lm  # noqa: E402
 from test_serc import DRAFT, handlers  # noqa: E402
 
-import serc_dspy.text as text_module  # noqa: E402
+import serc_dspy.core.text as text_module  # noqa: E402
 from serc_dspy import SERC, Trace  # noqa: E402
 from serc_dspy.cli import main  # noqa: E402
-from serc_dspy.errors import DecodingFailed  # noqa: E402
-from serc_dspy.programs.base import MAX_INPUT_CHARS, InputError  # noqa: E402
-from serc_dspy.rules.hygiene import clean_facts, not_a_statement  # noqa: E402
-from serc_dspy.text import (  # noqa: E402
+from serc_dspy.core.errors import DecodingFailed  # noqa: E402
+from serc_dspy.core.text import (  # noqa: E402
     SHORT_ANSWER_CHARS,
     SHORT_SENTENCE_CHARS,
     needs_cold_start,
@@ -35,6 +33,8 @@ from serc_dspy.text import (  # noqa: E402
     text_size,
     words,
 )
+from serc_dspy.programs.base import MAX_INPUT_CHARS, InputError  # noqa: E402
+from serc_dspy.rules.hygiene import clean_facts, not_a_statement  # noqa: E402
 
 
 def decode(program=None, draft=DRAFT, **overrides):

@@ -15,7 +15,7 @@ from scripted import CountingRetriever, scripted_lm  # noqa: E402
 from test_serc import DRAFT, handlers  # noqa: E402
 
 from serc_dspy import SERC, StrictJSONAdapter  # noqa: E402
-from serc_dspy.text import defang, restore_markers  # noqa: E402
+from serc_dspy.core.text import defang, restore_markers  # noqa: E402
 
 QUESTION = "Tell me a bio of Marie Curie."
 

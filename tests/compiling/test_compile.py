@@ -18,7 +18,7 @@ from serc_dspy.compiling.compile import (
     stage_program,
 )
 from serc_dspy.compiling.devsets import load_verdict_examples
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import dspy
 import pytest
 from compiling_helpers import demo_lm
 
-import serc_dspy.states as state_module
+import serc_dspy.runtime.states as state_module
 from serc_dspy import SERC
 from serc_dspy.compiling import (
     FORMAT_VERSION,

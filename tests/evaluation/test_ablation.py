@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from serc_dspy.core.io import read_jsonl, write_jsonl
 from serc_dspy.evaluation.ablation import carry_unfired, variants
-from serc_dspy.io import read_jsonl, write_jsonl
 
 
 def _record(id_, rulings=(), *, error=None, status="corrected", traced=True, events=()):

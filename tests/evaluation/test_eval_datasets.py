@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import SHARED_DATA
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.evaluation.datasets import (
     DatasetError,
     attach_drafts,

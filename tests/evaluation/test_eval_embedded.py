@@ -33,7 +33,7 @@ def wiki():
 
 
 def test_run_eval_report_with_the_embedded_model(wiki, tmp_path, capsys):
-    from serc_dspy.text import split_sentences
+    from serc_dspy.core.text import split_sentences
 
     articles = json.loads(wiki.read_text(encoding="utf-8"))
     bios = [json.loads(line) for line in LABELED.read_text(encoding="utf-8").splitlines()]

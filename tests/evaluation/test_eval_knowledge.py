@@ -7,7 +7,7 @@ import pytest
 from conftest import SHARED_DATA
 from eval_fixtures import WIKI
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.retrieval.knowledge import (
     SEPARATOR,
     KnowledgeError,

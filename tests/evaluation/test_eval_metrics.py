@@ -7,7 +7,8 @@ import pytest
 from eval_fixtures import WIKI, split_facts, supported_if_last_word_in_passages
 from scripted import scripted_lm
 
-from serc_dspy.errors import ArgumentError
+from serc_dspy.core.errors import ArgumentError
+from serc_dspy.core.trace import StepUsage, Trace
 from serc_dspy.evaluation.metrics import (
     AnswerScore,
     FactLabel,
@@ -22,7 +23,6 @@ from serc_dspy.evaluation.metrics import (
     token_reduction,
 )
 from serc_dspy.retrieval.knowledge import KnowledgeSource
-from serc_dspy.trace import StepUsage, Trace
 
 
 def answer(labels, **kwargs):

@@ -10,10 +10,10 @@ import dspy
 import pytest
 from scripted import scripted_lm
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Trace
 from serc_dspy.evaluation.datasets import Item
 from serc_dspy.evaluation.runner import read_results, run_experiment
-from serc_dspy.trace import Trace
 
 HELPER = Path(__file__).with_name("slow_run.py")
 RECORD_KEYS = {"id", "method", "dataset", "question", "topic", "answer", "initial_answer",

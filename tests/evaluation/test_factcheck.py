@@ -8,7 +8,8 @@ import pytest
 from scripted import entity, scripted_lm
 
 from serc_dspy.cli import main
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_jsonl, write_jsonl
 from serc_dspy.evaluation.factcheck import (
     BenchClaim,
     FactcheckItem,
@@ -21,7 +22,6 @@ from serc_dspy.evaluation.factcheck import (
     trained_items,
 )
 from serc_dspy.evaluation.intervals import bootstrap_rate, paired_difference
-from serc_dspy.io import read_jsonl, write_jsonl
 
 DRAFT = ("Argentina has won the FIFA World Cup once, in 1986. The team is coached by Lionel "
          "Scaloni. Its home stadium is in Buenos Aires.")

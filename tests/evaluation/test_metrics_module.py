@@ -9,6 +9,7 @@ from scripted import entity, scripted_lm
 from test_noise import ARTICLES, _noise_handlers
 
 from serc_dspy import SERC, LocalCorpus
+from serc_dspy.core.trace import Fact, Trace
 from serc_dspy.evaluation.injection import NoisyDraft, load_articles, split_article
 from serc_dspy.metrics import (
     planted_error_examples,
@@ -17,7 +18,6 @@ from serc_dspy.metrics import (
     syndrome_agreement,
     syndrome_agreement_feedback,
 )
-from serc_dspy.trace import Fact, Trace
 
 
 def _corpus():

@@ -9,7 +9,9 @@ import pytest
 from scripted import entity, scripted_lm
 
 from serc_dspy.cli import main
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import read_jsonl
+from serc_dspy.core.trace import Fact, Trace
 from serc_dspy.evaluation.injection import (
     InjectedError,
     NoisyDraft,
@@ -19,8 +21,6 @@ from serc_dspy.evaluation.injection import (
     split_article,
 )
 from serc_dspy.evaluation.noise import count, score_decoding, summarize_noise
-from serc_dspy.io import read_jsonl
-from serc_dspy.trace import Fact, Trace
 
 JANE = (
     "Jane Doe (12 March 1901 – 4 May 1970) was a French composer and teacher. She composed "
@@ -402,7 +402,7 @@ def _compile_serc(tmp_path, monkeypatch, handlers):
 def test_compile_whole_serc_keeps_demos_of_decodings_that_fixed_their_errors(
         tmp_path, monkeypatch, capsys):
     from serc_dspy import SERC
-    from serc_dspy.states import read_compiled
+    from serc_dspy.runtime.states import read_compiled
 
     drafts = {d.question: d for d in make_drafts(load_articles(ARTICLES), bios=2, errors=2)}
     code, out, _ = _compile_serc(tmp_path, monkeypatch, _noise_handlers(drafts))

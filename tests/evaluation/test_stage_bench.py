@@ -10,8 +10,8 @@ from scripted import scripted_lm
 
 from serc_dspy.cli import main
 from serc_dspy.compiling.compile import CitedVerifier
+from serc_dspy.compiling.stage_bench import firewall_pairs
 from serc_dspy.evaluation.injection import load_articles
-from serc_dspy.evaluation.stage_bench import firewall_pairs
 
 WIKI = SHARED_DATA / "factscore_wiki" / "wikipedia_dev.json"
 needs_data = pytest.mark.skipif(not (SHARED_DATA / "factcheck_gpt").is_dir(),

@@ -4,6 +4,7 @@ import dspy
 import pytest
 from scripted import CountingRetriever, entity, scripted_lm
 
+from serc_dspy.core.trace import Trace
 from serc_dspy.programs import (
     RARR,
     CoVe,
@@ -14,7 +15,6 @@ from serc_dspy.programs import (
     build_method,
     method_names,
 )
-from serc_dspy.trace import Trace
 
 QUESTION = "Tell me a bio of Marie Curie."
 GOOD = "Marie Curie studied at the Sorbonne in Paris."

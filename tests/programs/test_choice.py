@@ -9,6 +9,7 @@ from scripted import scripted_lm
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+from serc_dspy.core.trace import Passage
 from serc_dspy.programs.serc.choice import SlotChooser, option_orders
 from serc_dspy.rules.slots import (
     about_subject,
@@ -19,7 +20,6 @@ from serc_dspy.rules.slots import (
     spans,
     swap,
 )
-from serc_dspy.trace import Passage
 
 QUESTION = "Tell me a bio of Marie Curie."
 DRAFT = ("Marie Curie was born on 7 November 1867 in Kraków. She won the Nobel Prize in "

@@ -107,7 +107,7 @@ def test_an_evidence_window_cuts_a_check_nodes_passages_to_the_sentences_about_i
 def test_an_evidence_window_below_one_sentence_is_refused():
     import pytest
 
-    from serc_dspy.errors import UserError
+    from serc_dspy.core.errors import UserError
 
     with pytest.raises(UserError, match="evidence_window"):
         SERC(retriever=CORPUS, evidence_window=0)

@@ -6,10 +6,10 @@ from scripted import CountingRetriever, entity, scripted_lm
 from test_serc import DRAFT, handlers
 
 from serc_dspy import SERC, LocalCorpus
-from serc_dspy.entities import Descriptor
+from serc_dspy.core.entities import Descriptor
+from serc_dspy.core.text import normalise_name
 from serc_dspy.rules import RuleSet
 from serc_dspy.rules.names import mentions, same_name
-from serc_dspy.text import normalise_name
 
 GROUNDED = "Marie Curie was a physicist and chemist born in Warsaw who won two Nobel Prizes."
 

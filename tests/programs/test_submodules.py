@@ -13,7 +13,7 @@ from serc_dspy.programs.serc import (
     EntityFirewall,
     Reconstructor,
 )
-from serc_dspy.states import load_compiled, read_compiled, save_compiled
+from serc_dspy.runtime.states import load_compiled, read_compiled, save_compiled
 
 
 def _lm(**overrides):

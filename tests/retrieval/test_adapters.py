@@ -3,7 +3,7 @@
 import dspy
 import pytest
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.retrieval.base import as_retriever
 
 
@@ -24,8 +24,8 @@ def test_a_callable_that_takes_no_query_is_refused_at_construction():
 
 
 def test_a_passage_window_keeps_the_matching_sentences_and_the_source():
+    from serc_dspy.core.trace import Passage
     from serc_dspy.retrieval.base import passage_window
-    from serc_dspy.trace import Passage
 
     passage = Passage(text="Curie was born in Warsaw. She studied in Paris. She won the Nobel "
                            "Prize in 1903. She died in 1934. Her daughter was Irene.",
@@ -38,9 +38,9 @@ def test_a_passage_window_keeps_the_matching_sentences_and_the_source():
 
 
 def test_a_check_nodes_window_keeps_every_claims_match_in_order_within_its_bound():
+    from serc_dspy.core.text import split_sentences
+    from serc_dspy.core.trace import Passage
     from serc_dspy.retrieval.base import passage_window
-    from serc_dspy.text import split_sentences
-    from serc_dspy.trace import Passage
 
     parts = ["Curie was born in Warsaw.", "Her father taught physics.",
              "Her mother ran a school.", "She moved to Paris in 1891.",

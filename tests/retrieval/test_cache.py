@@ -15,10 +15,10 @@ from pathlib import Path
 import diskcache
 import pytest
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval import LocalCorpus, RetrievalError, Retriever
 from serc_dspy.retrieval.cache import CachedRetriever, CacheError
-from serc_dspy.trace import Passage
 
 
 class Counting:
@@ -284,7 +284,7 @@ _WORKER = textwrap.dedent(
     """
     import json, sys, time
     from serc_dspy.retrieval.cache import CachedRetriever
-    from serc_dspy.trace import Passage
+    from serc_dspy.core.trace import Passage
 
     path, tag = sys.argv[1], sys.argv[2]
 

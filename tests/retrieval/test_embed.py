@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 from serc_dspy.retrieval import LocalCorpus, embed
 from serc_dspy.retrieval.embed import (
     EmbeddingCache,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Passage
 from serc_dspy.retrieval import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_TOP_K,
@@ -20,7 +21,6 @@ from serc_dspy.retrieval import (
     cap_context,
 )
 from serc_dspy.retrieval.local import chunk_text
-from serc_dspy.trace import Passage
 
 DOCS = {
     "eiffel": "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889.",

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.trace import Check, Passage, Trace
 from serc_dspy.retrieval import DEFAULT_TOP_K, RetrievalError, Retriever
 from serc_dspy.retrieval.tavily import MAX_RESULTS_LIMIT, TavilyKeyError, TavilyRetriever
-from serc_dspy.trace import Check, Passage, Trace
 
 FAKE_KEY = "tvly-SECRET-4f9c2e7a1b-DO-NOT-LEAK"
 

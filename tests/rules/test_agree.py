@@ -5,7 +5,7 @@ from rules_helpers import CountingRetriever, cited, run
 from serc_dspy import SERC
 from serc_dspy.rules.agree import key_details, mentioned
 
-FIRES = {"agree.contradiction", "agree.not_found", "agree.found_swap"}
+FIRES = {"agree.contradiction", "agree.not_found", "agree.found_swap", "evidence.empty_search"}
 QUIET = set(FIRES)
 
 
@@ -109,3 +109,20 @@ def test_a_swap_is_not_sought_where_a_passage_states_the_facts_own_value():
     assert found_swap("Itote died on 30 April 1997.", "Waruhiu Itote",
                       passages + ["Itote (1922-1997) was a Kenyan leader."]) is None
     assert found_swap("Itote was a Kenyan leader.", "Waruhiu Itote", passages) is None
+
+
+def test_an_empty_search_makes_its_facts_not_found_unless_the_rule_is_off():
+    class EmptyForCurie(CountingRetriever):
+        def __call__(self, query, k):  # nothing for the Nobel check, passages for the rest
+            return [] if "Nobel" in query else super().__call__(query, k)
+
+    trace = run(program=SERC(retriever=EmptyForCurie()))
+    empty = [c for c in trace.checks if c.evidence_source == "none"]
+    assert empty and trace.ruled("evidence.empty_search")
+    facts = [trace.fact(f) for c in empty for f in c.facts]
+    assert all(f.verdict == "NOT_FOUND" for f in facts)
+    assert not run().ruled("evidence.empty_search")
+    off = run(program=SERC(retriever=EmptyForCurie(), rules={"evidence.empty_search": False}))
+    assert not off.ruled("evidence.empty_search")
+    kept = [off.fact(f) for c in off.checks if c.evidence_source == "none" for f in c.facts]
+    assert kept and all(f.status == "unverified" for f in kept)

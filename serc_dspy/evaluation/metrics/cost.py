@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from serc_dspy.core.trace import Usage
 from serc_dspy.evaluation.metrics.meter import mean
-from serc_dspy.trace import Usage
 
 
 class CostSummary(BaseModel):

@@ -5,7 +5,7 @@ Per stage (examples from `compiling.devsets`):
 - `verdict_metric`: the exact verdict (`single_verifier`, `fact_checker`); `macro_f1` over
   `VERDICT_LABELS` is reported next to it.
 - `facts_metric` / `fact_f1`: fact-level F1 under a greedy one-to-one matching
-  (`match_facts`): every (predicted, gold) pair is scored with `serc_dspy.text.similarity`,
+  (`match_facts`): every (predicted, gold) pair is scored with `serc_dspy.core.text.similarity`,
   taken best-first, and a pair matches when both facts are still unmatched and the score is
   at least `FACT_MATCH_THRESHOLD`. Two empty lists score 1, one empty list 0.
 - `correction_metric` / `correction_score`: the returned fix whose `original` quotes the claim
@@ -41,11 +41,11 @@ from typing import Any, get_args
 
 import dspy
 
+from serc_dspy.core.text import best_match, similarity
+from serc_dspy.core.trace import Trace, Verdict
 from serc_dspy.evaluation.injection import NoisyDraft, load_articles, make_drafts
 from serc_dspy.evaluation.metrics.factscore import FactScorer
 from serc_dspy.evaluation.noise import NoiseScore, score_decoding
-from serc_dspy.text import best_match, similarity
-from serc_dspy.trace import Trace, Verdict
 
 VERDICT_LABELS: tuple[str, ...] = get_args(Verdict)
 """SUPPORTED, CONTRADICTED, NOT_FOUND: the labels `macro_f1` averages over."""

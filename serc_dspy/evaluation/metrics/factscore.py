@@ -1,10 +1,10 @@
 """FActScore-style precision of an answer against its topic's article, and fact preservation.
 
 FActScore (Min et al., 2023), as implemented here:
-- an answer that refuses (`serc_dspy.text.is_refusal`), is empty, or yields no atomic facts
+- an answer that refuses (`serc_dspy.core.text.is_refusal`), is empty, or yields no atomic facts
   *abstains*: it counts towards the respond ratio and is left out of the score;
 - the facts of a responding answer come from `AtomicFacts` applied sentence by sentence
-  (`serc_dspy.text.split_sentences`), with the topic as the subject;
+  (`serc_dspy.core.text.split_sentences`), with the topic as the subject;
 - each fact is judged `SUPPORTED` / `NOT_SUPPORTED` (`ClaimSupported`) against the top 5
   passages of the topic's own article (`KnowledgeSource.get_passages(topic, fact)`);
 - an answer's score is supported / judged facts; the FActScore is its mean over responding
@@ -32,13 +32,13 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import ArgumentError, MalformedOutput, describe
+from serc_dspy.core.errors import ArgumentError, MalformedOutput, describe
+from serc_dspy.core.text import is_refusal, split_sentences
+from serc_dspy.core.trace import Usage
 from serc_dspy.evaluation.metrics.meter import ATTEMPTS, UsageMeter, mean, retry_config
 from serc_dspy.retrieval.knowledge import SCORING_TOP_K, KnowledgeSource
 from serc_dspy.signatures import AtomicFacts, ClaimSupported
 from serc_dspy.signatures.evaluation import SupportLabel
-from serc_dspy.text import is_refusal, split_sentences
-from serc_dspy.trace import Usage
 
 GAMMA = 10
 

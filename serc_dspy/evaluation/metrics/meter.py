@@ -15,8 +15,8 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.lm_calls import tracked_call
-from serc_dspy.trace import StepUsage, Usage
+from serc_dspy.core.trace import StepUsage, Usage
+from serc_dspy.runtime.lm_calls import tracked_call
 
 ATTEMPTS = 2
 RETRY_TEMPERATURE = 0.7

@@ -15,11 +15,11 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
-from serc_dspy.errors import ArgumentError, MalformedOutput, describe
+from serc_dspy.core.errors import ArgumentError, MalformedOutput, describe
+from serc_dspy.core.trace import Usage
 from serc_dspy.evaluation.metrics.meter import ATTEMPTS, UsageMeter, mean, retry_config
-from serc_dspy.lm_calls import model_name
+from serc_dspy.runtime.lm_calls import model_name
 from serc_dspy.signatures import JudgeTruthfulness
-from serc_dspy.trace import Usage
 
 ACCURACY_THRESHOLD = 8
 

@@ -6,8 +6,9 @@ from serc_dspy.programs.serc.checks import CheckNodes
 from serc_dspy.programs.serc.common import Settings, subject_name
 from serc_dspy.programs.serc.correction import Corrector
 from serc_dspy.programs.serc.firewall import EntityFirewall
+from serc_dspy.programs.serc.options import SercOptions
 from serc_dspy.programs.serc.program import PREDICTOR_PATHS, SERC, STAGES
 from serc_dspy.programs.serc.reconstruction import Reconstructor
 
 __all__ = ["PREDICTOR_PATHS", "SERC", "STAGES", "CheckNodes", "Corrector", "EntityFirewall",
-           "Reconstructor", "Settings", "subject_name"]
+           "Reconstructor", "SercOptions", "Settings", "subject_name"]

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 import dspy
 
-from serc_dspy.errors import MalformedOutput
+from serc_dspy.core.errors import MalformedOutput
+from serc_dspy.core.trace import Check, Fact, Passage, Sentence, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import (
     NO_PASSAGES_EVIDENCE,
@@ -23,6 +24,7 @@ from serc_dspy.rules.agree import MIN_AGREEING, contradicting, found_swap, swap_
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.hygiene import clean_facts, not_a_statement, split_clauses, subject_pronouns
 from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
+from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import (
     AtomicFacts,
     EvidenceSummary,
@@ -32,8 +34,6 @@ from serc_dspy.signatures import (
     QuoteAndJudge,
     VerificationQuery,
 )
-from serc_dspy.steps import Run, StepSpec
-from serc_dspy.trace import Check, Fact, Passage, Sentence, Trace
 from serc_dspy.verifiers.base import VERIFIER_FAILED, bounded_verdicts
 
 Judge = Callable[[Run, Check, list[Fact]], Awaitable[None]]
@@ -169,7 +169,7 @@ class CheckNodes(Stage):
         def unverified(error: str) -> None:
             check.error = error
             for fact in facts:
-                fact.verdict, fact.status = None, "unverified"
+                fact.settle("check failed", verdict=None, status="unverified")
 
         await run.attempt("detect", f"check {check.id} failed, its facts stay unverified",
                           lambda: self.run_check(run, check, facts, judge), None,
@@ -193,12 +193,20 @@ class CheckNodes(Stage):
             if self.settings.fact_evidence:
                 await self.own_passages(run, check, facts)
             if not check.passages:
-                run.log("detect", f"check {check.id}: the search returned nothing for "
-                        f"{check.query[:80]!r}; its facts are NOT_FOUND and will be pruned")
                 check.evidence_source = "none"
                 check.evidence = NO_PASSAGES_EVIDENCE
+                empty = run.on("evidence.empty_search")
+                run.log("detect", f"check {check.id}: the search returned nothing for "
+                        f"{check.query[:80]!r}; its facts are "
+                        + ("NOT_FOUND and will be pruned" if empty else "kept unverified"))
                 for fact in facts:
-                    fact.verdict = "NOT_FOUND"
+                    if empty:
+                        fact.settle("evidence.empty_search", verdict="NOT_FOUND")
+                        run.rule("evidence.empty_search", fact.id, after="NOT_FOUND",
+                                 detail=f"check {check.id}'s search returned no passages")
+                    else:
+                        fact.settle("the search returned no passages", verdict=None,
+                                    status="unverified")
                 return
             if self.settings.evidence == "passages":
                 check.evidence = format_passages(self.windowed(check.passages, facts))
@@ -272,15 +280,15 @@ class CheckNodes(Stage):
             for fact in facts:
                 evidence = self.evidence_for(check, fact, facts)
                 cited = await run.call("fact_checker", evidence=evidence, claim=fact.text)
-                fact.verdict, fact.quote = cited.verdict, (cited.quote or "").strip() or None
-                fact.lm_verdict = fact.verdict
+                fact.quote = (cited.quote or "").strip() or None
+                fact.settle("fact_checker", verdict=cited.verdict, model=True)
                 if self.cross_check(run, evidence, fact).unwitnessed and \
                         run.on("quote.second_vote"):
                     await self.second_opinion(run, evidence, fact)
             return
         verdicts = await self.check_verdicts(run, evidence, facts)
         for fact, verdict in zip(facts, verdicts, strict=True):
-            fact.verdict = fact.lm_verdict = verdict
+            fact.settle("verifier", verdict=verdict, model=True)
 
     def cross_check(self, run: Run, evidence: str, fact: Fact) -> HeldVerdict:
         """Hold a cited verdict to its own quote (`rules.quotes.hold_to_quote`): a quote from
@@ -292,7 +300,8 @@ class CheckNodes(Stage):
         if held.rule:
             run.rule(held.rule, fact.id, before=fact.verdict, after=held.verdict,
                      detail=held.note or "")
-        fact.verdict, fact.witness = held.verdict, held.witness
+        fact.witness = held.witness
+        fact.settle(held.rule or "quote", verdict=held.verdict)
         return held
 
     async def second_opinion(self, run: Run, evidence: str, fact: Fact) -> None:
@@ -303,7 +312,7 @@ class CheckNodes(Stage):
         rewritten: the uncited verifier votes, SUPPORTED keeps it, any other vote prunes it
         (NOT_FOUND). A failed vote leaves it unverified, in the draft's words."""
         def unverified(error: str) -> None:
-            fact.verdict, fact.status = None, "unverified"
+            fact.settle("second opinion failed", verdict=None, status="unverified")
 
         judged = await run.attempt(
             "detect", f"second opinion on fact {fact.id} failed, it stays unverified",
@@ -312,7 +321,8 @@ class CheckNodes(Stage):
         if judged is None:
             return
         fact.second_verdict = judged.verdict
-        fact.verdict = "SUPPORTED" if judged.verdict == "SUPPORTED" else "NOT_FOUND"
+        fact.settle("quote.second_vote",
+                    verdict="SUPPORTED" if judged.verdict == "SUPPORTED" else "NOT_FOUND")
         run.rule("quote.second_vote", fact.id, before="CONTRADICTED", after=fact.verdict,
                  detail=f"its quote shows no conflicting detail; the second verdict said "
                         f"{judged.verdict}")
@@ -343,7 +353,8 @@ class CheckNodes(Stage):
             if judged is None:
                 continue
             if judged.verdict == "CONTRADICTED":
-                fact.verdict, fact.witness = "CONTRADICTED", witness
+                fact.witness = witness
+                fact.settle("single_verifier", verdict="CONTRADICTED")
                 fact.second_verdict = fact.votes["second"] = "CONTRADICTED"
                 fact.votes["swap"] = "CONTRADICTED"
             run.rule("agree.found_swap", fact.id, before="NOT_FOUND", after=fact.verdict,
@@ -396,7 +407,7 @@ class CheckNodes(Stage):
                 if judged:
                     fact.votes["verifier"] = judged[0].verdict
             if contradicting(fact.votes) < MIN_AGREEING:
-                fact.status = "disputed"
+                fact.settle("agree.contradiction", status="disputed")
                 run.rule("agree.contradiction", fact.id, before="CONTRADICTED",
                          after="disputed", detail="signals: " + ", ".join(
                              f"{k} {v}" for k, v in fact.votes.items()))

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from serc_dspy.core.trace import Candidate, Check, Fact, Passage, Sentence, Slot, Trace, Witness
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.rules.answers import (
@@ -27,6 +28,7 @@ from serc_dspy.rules.answers import (
     question_kind,
 )
 from serc_dspy.rules.quotes import opening_name
+from serc_dspy.rules.rivals import own_attested, same_frame
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
@@ -35,15 +37,12 @@ from serc_dspy.rules.slots import (
     collect_candidates,
     find_slots,
     focus,
-    own_attested,
     preceding_word,
-    same_frame,
     stated,
 )
 from serc_dspy.rules.words import content_stems
+from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import ChooseSentence, ChooseValue
-from serc_dspy.steps import Run, StepSpec
-from serc_dspy.trace import Candidate, Check, Fact, Passage, Sentence, Slot, Trace, Witness
 
 LETTERS = "ABCDEF"
 MAX_SENTENCES = 6
@@ -152,7 +151,7 @@ class SlotChooser(Stage):
             sentence = run.trace.sentences[fact.sentence].text
             slots = answer_slots(question, sentence)
             if not slots:
-                fact.verdict, fact.status = "NOT_FOUND", "unverified"
+                fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
                 run.rule("choose.unverified", fact.id, after="unverified",
                          detail=f"a {question_kind(question)} answer with no value to choose")
                 continue
@@ -324,7 +323,7 @@ class SlotChooser(Stage):
             wrong = []
         if wrong and run.on("choose.swap"):
             slot = wrong[0]
-            fact.verdict = fact.lm_verdict = "CONTRADICTED"
+            fact.settle("choose.swap", verdict="CONTRADICTED", model=True)
             fact.witness = Witness(reason="chosen from the evidence in both option orders",
                                    old=slot.text, new=slot.chosen, contradicted=(slot.text,))
             fact.votes.update({"choice": "CONTRADICTED", "reversed": "CONTRADICTED"})
@@ -333,7 +332,7 @@ class SlotChooser(Stage):
                             "evidence")
             return
         if all(s.ruling == "supported" for s in fact.slots):
-            fact.verdict = fact.lm_verdict = "SUPPORTED"
+            fact.settle("choose.supported", verdict="SUPPORTED", model=True)
             uncontested = [s for s in fact.slots if not s.choices]
             if len(uncontested) < len(fact.slots):
                 run.rule("choose.supported", fact.id, after="SUPPORTED", detail=", ".join(
@@ -343,8 +342,8 @@ class SlotChooser(Stage):
                     f"{s.kind} {s.text!r}" for s in uncontested))
             return
         failed = any(c is None for s in fact.slots for c in s.choices)
-        fact.verdict = None if failed else "NOT_FOUND"
-        fact.status = "unverified"
+        fact.settle("choose.unverified", verdict=None if failed else "NOT_FOUND",
+                    status="unverified")
         run.rule("choose.unverified", fact.id, after="unverified", detail="; ".join(
             f"{s.text!r}: {s.note or s.ruling}" for s in fact.slots))
 
@@ -362,7 +361,7 @@ class SlotChooser(Stage):
         fact.slots = [slot]
         if not listed:
             slot.note = "no evidence sentence shares a word with it"
-            fact.verdict, fact.status = "NOT_FOUND", "unverified"
+            fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
             run.rule("choose.unverified", fact.id, after="unverified", detail=slot.note)
             return
         numbered = "\n".join(f"{i}. {s.text}" for i, s in enumerate(listed, 1))
@@ -370,7 +369,7 @@ class SlotChooser(Stage):
             "detect", f"sentence choice for {fact.id} failed",
             lambda: run.call("sentence_chooser", sentences=numbered, claim=fact.text), None)
         if reply is None:
-            fact.verdict, fact.status = None, "unverified"
+            fact.settle("sentence choice failed", verdict=None, status="unverified")
             slot.choices = [None]
             return
         number, stance = int(reply.sentence), str(reply.stance)
@@ -379,14 +378,14 @@ class SlotChooser(Stage):
             fact.quote = listed[number - 1].text
             if stance == "yes":
                 slot.ruling = "supported"
-                fact.verdict = fact.lm_verdict = "SUPPORTED"
+                fact.settle("choose.supported", verdict="SUPPORTED", model=True)
                 run.rule("choose.supported", fact.id, after="SUPPORTED",
                          detail=f"sentence {number} states it")
             else:
                 slot.ruling = "contradicted"
-                fact.verdict = fact.lm_verdict = "CONTRADICTED"
+                fact.settle("sentence choice", verdict="CONTRADICTED", model=True)
                 fact.votes["sentence"] = "CONTRADICTED"
             return
         slot.note = f"sentence {number}: {stance}"
-        fact.verdict, fact.status = "NOT_FOUND", "unverified"
+        fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
         run.rule("choose.unverified", fact.id, after="unverified", detail=slot.note)

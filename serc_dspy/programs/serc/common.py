@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import dspy
 
+from serc_dspy.core.trace import Check, Fact, Passage, Trace
 from serc_dspy.programs.base import InputError
+from serc_dspy.programs.serc.options import SercOptions
 from serc_dspy.retrieval.base import RetrievalError, as_retriever, cap_context
 from serc_dspy.rules import RuleSet
-from serc_dspy.steps import Run, StepSpec, in_thread, run_sync
-from serc_dspy.trace import Check, Fact, Passage, Trace
+from serc_dspy.runtime.steps import Run, StepSpec, in_thread, run_sync
 
 UNCHANGED = ("kept", "unverified", "uncorrected", "disputed")
 REWRITE_CONTEXT_SENTENCES = 2
@@ -26,34 +26,37 @@ DEFAULT_TOP_K = 8
 DEFAULT_CONTEXT_CHARS = 20_000
 
 
-@dataclass
 class Settings:
-    """A SERC's options, shared by its stages (see `SERC` for what each one does)."""
+    """What a SERC's stages share: its options (`SercOptions`, read through as attributes:
+    `settings.verdicts`), its retriever and retrieval depth, its worker bound and its rules.
+    A stage built alone takes the same keywords (`CheckNodes(evidence="passages")`)."""
 
-    retriever: Any = None
-    top_k: int = DEFAULT_TOP_K
-    context_chars: int = DEFAULT_CONTEXT_CHARS
-    firewall: bool = True
-    use_retrieval: bool = True
-    density: str = "sentence"
-    max_facts_per_check: int = 5
-    match_cutoff: float = 0.75
-    polish_temperature: float = 0.1
-    queries: str = "lm"
-    evidence: str = "summary"
-    verdicts: str = "check"
-    max_sentences: int = 100
-    max_facts_per_sentence: int = 12
-    fact_evidence: bool = False
-    evidence_window: int | None = None
-    reconstruction: str = "rebuild"
-    claim_verifier: Any = None
-    max_workers: int = 8
-    rules: RuleSet = field(default_factory=RuleSet)
+    def __init__(self, retriever: Any = None, *, options: SercOptions | None = None,
+                 top_k: int = DEFAULT_TOP_K, context_chars: int = DEFAULT_CONTEXT_CHARS,
+                 max_workers: int = 8, rules: RuleSet | None = None, **overrides: Any):
+        self.options = SercOptions.build(options, overrides)
+        if retriever is not None and not hasattr(retriever, "takes_k"):
+            retriever = as_retriever(retriever)
+        self.retriever, self.top_k, self.context_chars = retriever, top_k, context_chars
+        self.max_workers = max_workers
+        self.rules = rules if rules is not None else RuleSet(self.options.rules)
 
-    def __post_init__(self) -> None:
-        if self.retriever is not None and not hasattr(self.retriever, "takes_k"):
-            self.retriever = as_retriever(self.retriever)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "options" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.options, name)
+
+    @property
+    def max_facts_per_check(self) -> int:
+        return self.options.check_degree
+
+    @property
+    def reconstruction(self) -> str:
+        return self.options.reconstruct
+
+    @property
+    def claim_verifier(self) -> Any:
+        return self.options.verifier
 
     async def retrieve(self, run: Run, query: str) -> list[Passage]:
         """Retrieve (off the event loop) and cap the context; raises RetrievalError."""

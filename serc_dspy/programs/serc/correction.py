@@ -8,15 +8,15 @@ from typing import Any, ClassVar
 
 import dspy
 
+from serc_dspy.core.text import best_match, normalise, similarity, unique_texts
+from serc_dspy.core.trace import Check, Correction, Fact, Sentence, Trace
 from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_sentence
 from serc_dspy.rules.agree import mentioned
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, collateral, loses_content, rewords
 from serc_dspy.rules.slots import swap
+from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import CorrectFacts, FactFix
-from serc_dspy.steps import Run, StepSpec
-from serc_dspy.text import best_match, normalise, similarity, unique_texts
-from serc_dspy.trace import Check, Correction, Fact, Sentence, Trace
 
 
 class Corrector(Stage):
@@ -52,7 +52,7 @@ class Corrector(Stage):
         together with their dependents. Returns the facts the sentence accepts."""
         for fact in facts:
             if fact.verdict == "SUPPORTED":
-                fact.status = "kept"
+                fact.settle("supported", status="kept")
             elif fact.verdict == "NOT_FOUND" and fact.status == "pending":
                 self.prune_or_keep(run, fact)
         self.swap_slots(run, facts)
@@ -78,7 +78,8 @@ class Corrector(Stage):
                 fixed = answer_claim(run.trace.question, part) if part else None
             if fixed is None:
                 continue  # not placeable: the corrector's LM path, behind its guards
-            fact.correction, fact.status = fixed, "corrected"
+            fact.correction = fixed
+            fact.settle("choose.swap", status="corrected")
             with run.lock:
                 run.trace.corrections.append(Correction(original=fact.text, fixed=fixed,
                                                         fact=fact.id, match_score=1.0))
@@ -94,7 +95,8 @@ class Corrector(Stage):
                 run.rule("choose.propagate", other.id, before=other.text, after=carried,
                          detail=f"states {fact.witness.old!r}, which {fact.id} corrected to "
                                 f"{fact.witness.new!r}")
-                other.correction, other.status = carried, "corrected"
+                other.correction = carried
+                other.settle("choose.propagate", status="corrected")
                 other.witness = fact.witness
                 with run.lock:
                     run.trace.corrections.append(Correction(
@@ -108,11 +110,11 @@ class Corrector(Stage):
         texts = [p.text for p in check.passages] if check is not None else []
         if texts and run.on("agree.not_found") and \
                 mentioned(fact.text, run.trace.subject, texts):
-            fact.status = "unverified"
+            fact.settle("agree.not_found", status="unverified")
             run.rule("agree.not_found", fact.id, before="pruned", after="unverified",
                      detail="its check's passages mention its key details")
         else:
-            fact.status = "pruned"
+            fact.settle("not found", status="pruned")
 
     async def correct_group(self, run: Run, sentence: int, wrong: list[Fact]) -> None:
         trace = run.trace
@@ -151,7 +153,7 @@ class Corrector(Stage):
         for fact in wrong:
             self.swap_back(run, fact)
             if fact.status == "pending":
-                fact.status = "uncorrected"
+                fact.settle("no usable fix", status="uncorrected")
                 run.log("correct", f"fact {fact.id} stays contradicted and uncorrected",
                         "fallback")
 
@@ -199,7 +201,8 @@ class Corrector(Stage):
                else "no usable fix")
         run.rule("fix.swap_back", fact.id, before=fact.correction or fact.text, after=minimal,
                  detail=f"{swap.old} -> {swap.new} from its quote ({why})")
-        fact.correction, fact.status = minimal, "corrected"
+        fact.correction = minimal
+        fact.settle("fix.swap_back", status="corrected")
 
     def apply_fix(self, run: Run, original: str, fixed: str, wrong: list[Fact],
                   related: list[Fact], licence: tuple[str, str] = ("", "")) -> bool:
@@ -225,7 +228,8 @@ class Corrector(Stage):
                     run.rule(rule, fact.id, before=fact.text, after=fixed, detail=why)
                 break
             fact.correction = fixed or None  # empty, with its rules off: pruned, as the paper
-            fact.status = "corrected" if fixed else "pruned"
+            fact.settle("corrector, propagated" if propagated else "corrector",
+                        status="corrected" if fixed else "pruned")
             break
         else:
             run.log("correct", f"correction for {original!r} matched no fact", "fallback")

@@ -7,10 +7,12 @@ from typing import Any, ClassVar
 
 import dspy
 
-from serc_dspy.entities import Descriptor, more_specific
+from serc_dspy.core.entities import Descriptor, more_specific
+from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
 from serc_dspy.rules.names import mentions, names_a_subject, names_in, same_name
+from serc_dspy.runtime.steps import Run, StepSpec, gather
 from serc_dspy.signatures import (
     AnswerEntity,
     EvidenceEntity,
@@ -18,8 +20,6 @@ from serc_dspy.signatures import (
     QueryEntity,
     SameEntity,
 )
-from serc_dspy.steps import Run, StepSpec, gather
-from serc_dspy.trace import Passage, Trace
 
 
 class EntityFirewall(Stage):

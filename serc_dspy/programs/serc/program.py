@@ -14,11 +14,13 @@ failed correction keeps the fact (`uncorrected`); a failed rewrite keeps the ori
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import dspy
 
-from serc_dspy.layout import Layout
+from serc_dspy.core.layout import Layout
+from serc_dspy.core.text import is_refusal, needs_cold_start
+from serc_dspy.core.trace import Passage, Sentence
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -32,20 +34,15 @@ from serc_dspy.programs.serc.choice import SlotChooser
 from serc_dspy.programs.serc.common import AcceptedFacts, Settings
 from serc_dspy.programs.serc.correction import Corrector
 from serc_dspy.programs.serc.firewall import EntityFirewall
+from serc_dspy.programs.serc.options import SERC_OPTION_NAMES, SercOptions
+from serc_dspy.programs.serc.packaged import AUTO_STATE, apply_model_state
 from serc_dspy.programs.serc.reconstruction import Reconstructor
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
 from serc_dspy.rules.draft import answer_claim
-from serc_dspy.states import AUTO_STATE, apply_model_state, is_compiled_state, load_compiled
-from serc_dspy.steps import gather
-from serc_dspy.text import is_refusal, needs_cold_start
-from serc_dspy.trace import Passage, Sentence
+from serc_dspy.runtime.states import is_compiled_state, load_compiled
+from serc_dspy.runtime.steps import gather
 
-Density = Literal["sentence", "atomic"]
-QueryMode = Literal["lm", "facts"]
-EvidenceMode = Literal["summary", "passages"]
-VerdictMode = Literal["check", "fact", "choose"]
-Reconstruction = Literal["rebuild", "minimal"]
 STAGES: dict[str, str] = {
     "grounded_answerer": "entities", "query_entity": "entities", "answer_entity": "entities",
     "evidence_entity": "entities", "entity_judge": "entities",
@@ -82,73 +79,18 @@ class _CompiledLoad:
         return load_in_place
 
 
-def _predictor(name: str) -> property:
-    module = STAGES[name]
-    return property(lambda self: getattr(getattr(self, module), name),
-                    lambda self, value: setattr(getattr(self, module), name, value),
-                    doc=f"The `{module}.{name}` predictor (its name before the split).")
-
-
-def _setting(name: str) -> property:
-    return property(lambda self: getattr(self.settings, name), doc=f"`settings.{name}`.")
-
-
-OPTIONS = ("firewall", "use_retrieval", "density", "max_facts_per_check", "match_cutoff",
-           "polish_temperature", "queries", "evidence", "verdicts", "max_sentences",
-           "max_facts_per_sentence", "fact_evidence", "evidence_window", "claim_verifier")
-
-
 class SERC(TracedProgram):
     """Semantic Error-Reduction and Correction as a DSPy module.
 
-    Args:
-        retriever: any callable `(query, k) -> list[Passage | str | dict]`.
-        firewall: run the entity firewall (phase 1, steps 3-5).
-        use_retrieval: False takes every piece of evidence from the LM's own knowledge and
-            never calls the retriever (the paper's "w/o RAG" ablation).
-        density: "sentence" groups a sentence's facts into check nodes of at most
-            `max_facts_per_check`; "atomic" gives each fact its own check (High-Density).
-        max_facts_per_check: the paper's bound on a check node's degree (5).
-        match_cutoff: similarity a returned `original` needs to be mapped to a fact.
-        top_k / context_chars: retrieval depth and context cap (the paper's 8 and 20,000).
-        max_workers: how many independent calls (sentences, check nodes) run at once.
-        lms: per-stage LMs, e.g. `{"verify": big_lm}`; other stages use the configured LM.
-        adapter: DSPy adapter for every call (the embedded model needs `dspy.JSONAdapter()`).
-        progress: `progress(phase, done, total)` callback.
-        polish_temperature: the paper polishes at 0.1.
-        queries: "lm" (the paper) writes each check node's search query with the LM; "facts"
-            searches with the subject and the facts themselves (no call; suits BM25 corpora).
-        evidence: "summary" (the paper) has the LM summarise the passages into E_k before the
-            verdicts; "passages" judges and corrects against the retrieved passages directly
-            (one call less per check node, and no summary that can echo the claim back).
-        max_sentences / max_facts_per_sentence: bounds on the graph (100 / 12); sentences past
-            the first bound are kept verbatim and unverified, and each cap is logged.
-        verdicts: "check" judges all facts of a check node in one call; "fact" judges each
-            fact in its own call that first quotes the evidence sentence it rests on (more
-            calls, sharing a cached prompt prefix; far more accurate on small models);
-            "choose" masks each detail of a fact and has the LM choose, in two option orders,
-            among the values the evidence offers (`programs/serc/choice.py`): the same other
-            value chosen twice is swapped in, in place; nothing else changes a fact.
-        compiled: "auto" (default) applies, on the first run, the packaged state of the
-            offline model the run uses when that model ships one (`serc models` lists them);
-            None keeps the frozen paper prompts; a `.json` path (saved by `serc compile`, or a
-            plain DSPy `save()`) or a packaged NAME (`serc_dspy/compiled/NAME.json`) is applied
-            at construction. A stage saved for another signature structure logs a warning
-            naming it and gets only its demos and instructions; pickles are refused.
-        rules: switch named rules on or off, e.g. `{"quote.overrule": False}` (the ids and
-            their defaults are in `serc_dspy.rules.RULES`; an unknown id is an error listing
-            the valid ones). Every firing is a `Ruling` in the trace.
-        fact_evidence: besides the check node's query, search each fact's own text too (no
-            LM call) and show each verdict its own fact's passages first.
-        evidence_window: with `evidence="passages"`, cut each passage a check node reads to
-            this many sentences around the one about each of its facts (the source kept; one
-            cut per node, so its verdicts share it and its correction reads it): fewer prompt
-            tokens for the engine to process.
-        reconstruct: "rebuild" (the paper) rewrites a changed sentence from its facts;
-            "minimal" makes each correction in place in the draft's sentence (a pruned fact
-            takes out its own clause) and rewrites only when an edit cannot be placed.
-        verifier: a claim verifier (`serc_dspy.verifiers`) whose verdict is one of the
-            signals `agree.contradiction` counts before a fact is changed.
+    `SERC(retriever, options=SercOptions(...), **overrides)`: `retriever` is any callable
+    `(query, k) -> list[Passage | str | dict]`; SERC's own options (the firewall, density,
+    queries, evidence, verdicts, reconstruction, rules, compiled state, bounds, a claim
+    verifier) are the fields of `SercOptions`, each with its meaning, given as an object, as
+    keywords, or both (keywords win); the options every method takes (`top_k`,
+    `context_chars`, `max_workers`, `lms`, `adapter`, `progress`, `deadline_s`) are
+    `TracedProgram`'s. `serc.options` is the validated set; each option also reads as
+    `serc.verdicts`, and each predictor by its name before the stages split
+    (`serc.fact_extractor` is `serc.checks.fact_extractor`).
     """
 
     method_name = "serc"
@@ -157,83 +99,39 @@ class SERC(TracedProgram):
         **Reconstructor.steps}
     """Every predictor's step: the union of the sub-modules' own tables."""
 
-    def __init__(
-        self,
-        retriever=None,
-        *,
-        firewall: bool = True,
-        use_retrieval: bool = True,
-        density: Density = "sentence",
-        max_facts_per_check: int = 5,
-        match_cutoff: float = 0.75,
-        polish_temperature: float = 0.1,
-        queries: QueryMode = "lm",
-        evidence: EvidenceMode = "summary",
-        verdicts: VerdictMode = "check",
-        max_sentences: int = 100,
-        max_facts_per_sentence: int = 12,
-        compiled: str | Path | None = "auto",
-        rules: dict[str, bool] | None = None,
-        fact_evidence: bool = False,
-        evidence_window: int | None = None,
-        reconstruct: Reconstruction = "rebuild",
-        verifier: Any = None,
-        **options: Any,
-    ):
-        super().__init__(retriever, **options)
-        checks = [
-            (density in ("sentence", "atomic"), f"density must be 'sentence' or 'atomic', got "
-                                                f"{density!r}"),
-            (max_facts_per_check >= 1, f"max_facts_per_check must be at least 1, got "
-                                       f"{max_facts_per_check}"),
-            (0.0 < match_cutoff <= 1.0, f"match_cutoff must be in (0, 1], got {match_cutoff}"),
-            (queries in ("lm", "facts"), f"queries must be 'lm' or 'facts', got {queries!r}"),
-            (evidence in ("summary", "passages"), f"evidence must be 'summary' or 'passages', "
-                                                  f"got {evidence!r}"),
-            (verdicts in ("check", "fact", "choose"), f"verdicts must be 'check', 'fact' or "
-                                                      f"'choose', got {verdicts!r}"),
-            (max_sentences >= 1 and max_facts_per_sentence >= 1,
-             "max_sentences and max_facts_per_sentence must be at least 1"),
-            (evidence_window is None or evidence_window >= 1,
-             f"evidence_window must be at least 1 sentence, got {evidence_window}"),
-            # a bound that cannot take effect is refused, not ignored (docs/cli.md)
-            (evidence_window is None or (evidence == "passages" and use_retrieval),
-             "evidence_window cuts retrieved passages: it needs evidence='passages' and "
-             "retrieval (--evidence passages, without --no-retrieval)"),
-            (not fact_evidence or use_retrieval,
-             "fact_evidence searches each fact's own text: it needs retrieval (drop "
-             "--no-retrieval or --fact-evidence)"),
-            (reconstruct in ("rebuild", "minimal"), f"reconstruct must be 'rebuild' or "
-                                                    f"'minimal', got {reconstruct!r}"),
-            (verifier is None or callable(getattr(verifier, "averify", None)),
-             "verifier must have averify(claims, evidence) (see "
-             "serc_dspy.verifiers.ClassifierVerifier)"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise InputError(message)
-        self.rules = RuleSet(rules)
-        self.settings = Settings(
-            retriever=self.retriever, top_k=self.top_k, context_chars=self.context_chars,
-            firewall=firewall, use_retrieval=use_retrieval, density=density,
-            max_facts_per_check=1 if density == "atomic" else max_facts_per_check,
-            match_cutoff=match_cutoff, polish_temperature=polish_temperature,
-            queries=queries, evidence=evidence, verdicts=verdicts,
-            max_sentences=max_sentences, max_facts_per_sentence=max_facts_per_sentence,
-            fact_evidence=fact_evidence, evidence_window=evidence_window,
-            reconstruction=reconstruct,
-            claim_verifier=verifier, max_workers=self.max_workers, rules=self.rules)
+    def __init__(self, retriever=None, options: SercOptions | None = None, **overrides: Any):
+        own = {k: v for k, v in overrides.items() if k in SERC_OPTION_NAMES}
+        super().__init__(retriever, **{k: v for k, v in overrides.items() if k not in own})
+        self.options = SercOptions.build(options, own)
+        self.rules = RuleSet(self.options.rules)
+        self.settings = Settings(self.retriever, options=self.options, top_k=self.top_k,
+                                 context_chars=self.context_chars,
+                                 max_workers=self.max_workers, rules=self.rules)
         self.entities = EntityFirewall(self.settings)
         self.checks = CheckNodes(self.settings)
         self.choice = SlotChooser(self.settings)
         self.correction = Corrector(self.settings)
         self.reconstruction = Reconstructor(self.settings)
+        compiled = self.options.compiled
         self.compiled = str(compiled) if compiled is not None else None
         self.model_state: str | None = None
         """The offline model whose packaged state `compiled="auto"` applied (see forward)."""
         if compiled is not None and compiled != AUTO_STATE:
             load_compiled(self, compiled)
         self.check_lm_keys()
+
+    def __getattr__(self, name: str) -> Any:
+        """A predictor by its name before the split (`serc.fact_extractor`), else an option
+        (`serc.verdicts`), read-only."""
+        if name.startswith("__") or "options" not in self.__dict__:
+            raise AttributeError(name)
+        if name in STAGES:
+            return getattr(getattr(self, STAGES[name]), name)
+        if name in SERC_OPTION_NAMES:
+            return getattr(self.options, name)
+        if name == "claim_verifier":
+            return self.options.verifier
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     load = _CompiledLoad()
     PREDICTOR_PATHS: ClassVar[dict[str, str]] = PREDICTOR_PATHS
@@ -328,16 +226,25 @@ class SERC(TracedProgram):
                      detail="a short caller draft: checked as one claim answering the question "
                             "(no cold start, no firewall)")
             return received
-        if needs_cold_start(received):
+        if needs_cold_start(received) and run.on("draft.cold_start"):
             trace.cold_start = True
             passages = await context.get()
+            before = received
             if passages:
                 received = await self.entities.grounded_answer(run, question, passages, received)
+            run.rule("draft.cold_start", "answer", before=before, after=received,
+                     detail="grounded in the question's passages" if passages else
+                            "no passages to ground it in")
             if not passages or is_refusal(received) or not received.strip():
                 if is_refusal(received) or not received.strip():
                     trace.status = "no_info"
                     trace.received = received
-                    trace.answer = NO_INFO_ANSWER
+                    trace.answer = received
+                    if run.on("draft.no_info"):
+                        trace.answer = NO_INFO_ANSWER
+                        run.rule("draft.no_info", "answer", before=received,
+                                 after=NO_INFO_ANSWER, detail="a refusal or an empty answer "
+                                 "the cold start could not ground")
                     run.log("align", "no usable answer and no retrieved context", "fallback")
                     return None
         trace.received = received
@@ -393,9 +300,3 @@ class LazyContext:
                 except RetrievalError as exc:
                     self.run.log("align", f"question retrieval failed: {exc}", "error")
         return self.passages
-
-
-for _name in STAGES:  # `serc.fact_extractor` and the other names predictors had before the split
-    setattr(SERC, _name, _predictor(_name))
-for _name in OPTIONS:  # the options, read-only: the stages share them through `settings`
-    setattr(SERC, _name, _setting(_name))

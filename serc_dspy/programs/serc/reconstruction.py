@@ -8,7 +8,9 @@ from typing import Any, ClassVar
 
 import dspy
 
-from serc_dspy.layout import Layout
+from serc_dspy.core.layout import Layout
+from serc_dspy.core.text import SHORT_ANSWER_CHARS, text_size
+from serc_dspy.core.trace import Fact, Sentence, Trace
 from serc_dspy.programs.serc.common import (
     REWRITE_CONTEXT_SENTENCES,
     UNCHANGED,
@@ -26,10 +28,8 @@ from serc_dspy.rules.guards import (
     rewrite_problem,
 )
 from serc_dspy.rules.slots import only_span_changed, swap
+from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import PolishAnswer, RewriteSentence
-from serc_dspy.steps import Run, StepSpec
-from serc_dspy.text import SHORT_ANSWER_CHARS, text_size
-from serc_dspy.trace import Fact, Sentence, Trace
 
 
 class Reconstructor(Stage):
@@ -135,9 +135,9 @@ class Reconstructor(Stage):
             return refused  # every fallback switched off: the refused rewrite stands
         for fact in facts:
             if fact.status == "corrected":
-                fact.status = "uncorrected"
+                fact.settle("rewrite.keep_sentence", status="uncorrected")
             elif fact.status == "pruned":
-                fact.status = "unverified"
+                fact.settle("rewrite.keep_sentence", status="unverified")
         sentence.kept_verbatim = True
         lost = f"; stating its facts would lose {', '.join(orphans)}" if orphans else ""
         run.rule("rewrite.keep_sentence", node, after=sentence.text,
@@ -201,7 +201,8 @@ class Reconstructor(Stage):
             if new and not value:  # the claim's wrapper would leak into the answer
                 for fact in trace.facts:
                     if fact.sentence == s.index and fact.status == "corrected":
-                        fact.status = "uncorrected"
+                        fact.settle("the correction could not be written in the draft's form",
+                                    status="uncorrected")
                 run.log("polish", f"part {s.index} of the short draft kept: its correction "
                         "could not be written in the draft's form", "fallback")
             parts.append(value or s.text)

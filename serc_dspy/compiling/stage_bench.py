@@ -29,7 +29,6 @@ from typing import Any
 
 import dspy
 
-from serc_dspy.adapter import StrictJSONAdapter
 from serc_dspy.compiling.compile import (
     evaluate_stage,
     find_stance_file,
@@ -38,18 +37,19 @@ from serc_dspy.compiling.compile import (
     stage_program,
 )
 from serc_dspy.compiling.devsets import split_items, verdict_items
-from serc_dspy.entities import Descriptor
-from serc_dspy.errors import UserError
+from serc_dspy.core.entities import Descriptor
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import json_line, read_jsonl, write_json, write_jsonl
+from serc_dspy.core.text import normalise
 from serc_dspy.evaluation.factcheck import load_factcheck
 from serc_dspy.evaluation.injection import load_articles, plain_title, split_article
 from serc_dspy.evaluation.intervals import bootstrap_rate, bootstrap_statistic
 from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
 from serc_dspy.evaluation.protocol import FACTCHECK_TUNING
-from serc_dspy.io import json_line, read_jsonl, write_json, write_jsonl
 from serc_dspy.programs.serc import SERC
 from serc_dspy.rules.names import same_name
 from serc_dspy.rules.quotes import hold_to_quote, opening_name
-from serc_dspy.text import normalise
+from serc_dspy.runtime.adapter import StrictJSONAdapter
 
 STAGES = ("verify", "verify_cited", "facts", "correct", "firewall")
 _CHARACTERISTIC = re.compile(r"\b(?:is|was) (?:an? |the )?([^.,;()]+?)(?:\s+(?:who|known|best|"

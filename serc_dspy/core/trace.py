@@ -101,8 +101,24 @@ class Slot(BaseModel):
     note: str = ""
 
 
+class StateChange(BaseModel):
+    """One change of a fact's verdict or status, and what made it: a rule's id
+    (`choose.swap`), or the step's reason (`check failed`)."""
+
+    by: str
+    verdict: Verdict | None = None
+    status: str = "pending"
+
+
+_SAME: Any = object()
+"""`Fact.settle`'s "leave it as it is"."""
+
+
 class Fact(BaseModel):
-    """A variable node: one atomic fact of one sentence, with its syndrome and correction."""
+    """A variable node: one atomic fact of one sentence, with its syndrome and correction.
+
+    Its verdict and status change only through `settle`, which records each change and what
+    made it in `history`, so the view and the ablations read one account of the fact."""
 
     id: str
     text: str
@@ -128,6 +144,23 @@ class Fact(BaseModel):
     """`verdicts="choose"`: the fact's detail slots, their candidates and choices."""
     correction: str | None = None
     status: FactStatus = "pending"
+    history: list[StateChange] = Field(default_factory=list)
+    """Each change of the verdict or status, in order (`settle`)."""
+
+    def settle(self, by: str, *, verdict: Any = _SAME, status: Any = _SAME,
+               model: bool = False) -> None:
+        """The one writer of the fact's state: set its verdict and / or status, and record
+        the change with `by` (a rule id or the step's reason). `model`: the verdict is the
+        model's own, so `lm_verdict` takes it too. A call that changes nothing records
+        nothing."""
+        verdict = self.verdict if verdict is _SAME else verdict
+        status = self.status if status is _SAME else status
+        if model:
+            self.lm_verdict = verdict
+        if (verdict, status) == (self.verdict, self.status):
+            return
+        self.verdict, self.status = verdict, status
+        self.history.append(StateChange(by=by, verdict=verdict, status=status))
 
 
 class Check(BaseModel):

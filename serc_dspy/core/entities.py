@@ -12,7 +12,7 @@ import re
 
 from pydantic import BaseModel
 
-from serc_dspy.text import normalise, normalise_name
+from serc_dspy.core.text import normalise, normalise_name
 
 # What a model writes when it echoes the format or has nothing to say.
 _PLACEHOLDERS = {

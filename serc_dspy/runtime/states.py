@@ -39,7 +39,6 @@ import json
 import logging
 import os
 import re
-import threading
 import types
 import typing
 from datetime import datetime, timezone
@@ -49,11 +48,10 @@ from typing import Any
 import dspy
 import pydantic
 
-from serc_dspy.backends.models import model_of_lm
-from serc_dspy.errors import UserError
-from serc_dspy.io import write_json
-from serc_dspy.text import parse_json
-from serc_dspy.version import __version__
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.io import write_json
+from serc_dspy.core.text import parse_json
+from serc_dspy.core.version import __version__
 
 _log = logging.getLogger("serc_dspy")
 
@@ -261,7 +259,7 @@ def merge_compiled(paths: list[str | os.PathLike[str]], path: str | os.PathLike[
 
 
 def _write_document(path: Path, document: dict[str, Any]) -> Path:
-    """Write atomically (`serc_dspy.io.write_json`)."""
+    """Write atomically (`serc_dspy.core.io.write_json`)."""
     try:
         return write_json(path, document)
     except (TypeError, ValueError) as exc:  # raised before any file is touched
@@ -365,49 +363,6 @@ def program_predictors(program: dspy.Module) -> dict[str, dspy.Predict]:
         if path in predictors:
             predictors.setdefault(short, predictors[path])
     return predictors
-
-
-AUTO_STATE = "auto"
-"""`SERC(compiled="auto")`, the default: the run's offline model's packaged state, if any."""
-_MODEL_STATE_LOCK = threading.Lock()
-
-
-USER_STATE = "user"
-"""`program.model_state` when `compiled="auto"` found demos of the user's own and applied
-nothing."""
-
-
-def apply_model_state(program: Any, run: Any) -> None:
-    """`compiled="auto"`: on the first run, apply the packaged state of the offline model the
-    context LM runs, if that model ships one (`OfflineModel.compiled`); any other LM keeps the
-    frozen prompts. `compiled=None` always keeps them. Logged on the run."""
-
-    if program.compiled != AUTO_STATE:
-        return
-    model = model_of_lm(dspy.settings.lm)
-    with _MODEL_STATE_LOCK:
-        if program.model_state is None and model is not None and model.compiled:
-            own = sorted(name for name, p in program.named_predictors() if p.demos)
-            if own:
-                # the user compiled, set or loaded demos: a packaged state never replaces them
-                program.model_state = USER_STATE
-                run.log("align", f"prompts: the program's own demos ({', '.join(own)}); the "
-                                 f"packaged state of {model.name} was not applied")
-                run.trace.prompts = "the program's own"
-                return
-            load_compiled(program, model.compiled)
-            program.model_state = model.name
-    if program.model_state == USER_STATE:
-        run.trace.prompts = "the program's own"
-        return
-    if program.model_state and (model is None or model.name != program.model_state):
-        run.log("align", f"this SERC carries the compiled state of {program.model_state} "
-                         f"but runs with {getattr(dspy.settings.lm, 'model', '?')}",
-                "fallback")
-    elif program.model_state:
-        run.log("align", f"prompts: compiled state {model.compiled} of {model.name}")
-    if program.model_state:
-        run.trace.prompts = f"packaged state {program.model_state}"
 
 
 def load_compiled(program: dspy.Module, path_or_name: str | os.PathLike[str]) -> dict[str, Any]:

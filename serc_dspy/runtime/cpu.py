@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 THREADS_ENV = "SERC_THREADS"
 POLL_ENV = "SERC_POLL"

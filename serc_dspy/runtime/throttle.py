@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from serc_dspy.errors import UserError
+from serc_dspy.core.errors import UserError
 
 MIN_RATE = 1e-3
 """The slowest rate limit accepted (one request in about 17 minutes): anything slower is a

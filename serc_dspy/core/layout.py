@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from serc_dspy.text import is_wide, split_sentences
+from serc_dspy.core.text import is_wide, split_sentences
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^(\s*(?:[-*•+]|\d{1,3}[.)])\s+)(?=\S)")

@@ -20,9 +20,23 @@ from __future__ import annotations
 import json
 import sys
 
-from serc_dspy.arguments import non_negative, positive
-from serc_dspy.config import add_run_options
-from serc_dspy.errors import EXIT_FAILED, EXIT_OK, UserError
+from serc_dspy import config
+from serc_dspy.backends.models import MODELS
+from serc_dspy.backends.spec import offline_model_name
+from serc_dspy.commands.arguments import non_negative, positive
+from serc_dspy.commands.options import add_run_options
+from serc_dspy.compiling.stage_bench import run_pair_stages, run_stages, stages_table
+from serc_dspy.config import RunOptions, refuse_serc_only
+from serc_dspy.core.errors import EXIT_FAILED, EXIT_OK, UserError
+from serc_dspy.evaluation.ablation import ablation_table
+from serc_dspy.evaluation.benchmarks import collect_noise, noise_table, run_halueval, run_noise
+from serc_dspy.evaluation.compare import compare_files, compare_table
+from serc_dspy.evaluation.factcheck import packaged_labels
+from serc_dspy.evaluation.factcheck_bench import factcheck_table, run_factcheck
+from serc_dspy.evaluation.intervals import format_ci
+from serc_dspy.programs import get_method
+from serc_dspy.rules import RuleSet, check_ids
+from serc_dspy.runtime.states import read_compiled
 
 
 def register(subparsers) -> None:
@@ -55,7 +69,6 @@ def _ablate_options(parser) -> None:
 def _options(args):
     """The run options, refusing a search rate: a benchmark searches each item's own passages
     locally, never a web search."""
-    from serc_dspy.config import RunOptions, refuse_serc_only
 
     options = RunOptions.from_args(args)
     options.unused(["search_rate"], "each item is checked against its own passages, searched "
@@ -71,7 +84,6 @@ def _options(args):
 def _checked_rules(ids: list[str], switches=None) -> list[str]:
     """The rules to ablate: known ids, each on in this run (ablating a rule that is already
     off would compare the method with itself)."""
-    from serc_dspy.rules import RuleSet, check_ids
 
     check_ids(ids)
     rules = RuleSet(dict(switches or {}))
@@ -114,15 +126,12 @@ def _register_noise(kinds) -> None:
 
 
 def noise_command(args) -> int:
-    from serc_dspy import config
-    from serc_dspy.evaluation.benchmarks import noise_table, run_noise
-    from serc_dspy.programs import get_method
 
     for method in args.method:
         get_method(method)
     options = _options(args)
-    settings = config.method_options(options)
-    lm = config.build_lm(options)
+    parts = config.build_run(options, args.method, retrieval=False)
+    settings, lm = parts.settings, parts.lm
     failed = []
 
     def on_run(method, k, summary):
@@ -139,8 +148,6 @@ def noise_command(args) -> int:
     if args.json:
         print(json.dumps(combined, ensure_ascii=False))
     else:
-        from serc_dspy.evaluation.ablation import ablation_table
-        from serc_dspy.evaluation.benchmarks import collect_noise
 
         print(noise_table(collect_noise(args.out)), end="")
         if combined.get("ablation"):
@@ -188,9 +195,6 @@ def _register_factcheck(kinds) -> None:
 def _trained_state(options) -> dict | None:
     """The compiled state SERC methods will run with (`--compiled`, else `compiled="auto"`: a
     named offline model's own), whose demos may quote benchmark items."""
-    from serc_dspy.backends.models import MODELS
-    from serc_dspy.backends.spec import offline_model_name
-    from serc_dspy.states import read_compiled
 
     if options.compiled:
         return read_compiled(options.compiled)
@@ -201,16 +205,12 @@ def _trained_state(options) -> dict | None:
 
 
 def factcheck_command(args) -> int:
-    from serc_dspy import config
-    from serc_dspy.evaluation.factcheck import packaged_labels
-    from serc_dspy.evaluation.factcheck_bench import factcheck_table, run_factcheck
-    from serc_dspy.programs import get_method
 
     for method in args.method:
         get_method(method)
     options = _options(args)
-    settings = config.method_options(options)
-    lm = config.build_lm(options)
+    parts = config.build_run(options, args.method, retrieval=False)
+    settings, lm = parts.settings, parts.lm
     judge_lm = lm if args.judge_lm is None else config.build_lm(options, args.judge_lm)
     labels = None if (args.judge_labels or "").lower() == "none" else \
         (args.judge_labels or packaged_labels())
@@ -256,7 +256,6 @@ def _register_compare(kinds) -> None:
 
 
 def compare_command(args) -> int:
-    from serc_dspy.evaluation.compare import compare_files, compare_table
 
     diffs = compare_files(args.a, args.b, figures=args.figure)
     if args.json:
@@ -287,22 +286,19 @@ def _register_halueval(kinds) -> None:
 
 
 def halueval_command(args) -> int:
-    from serc_dspy import config
-    from serc_dspy.evaluation.benchmarks import run_halueval
-    from serc_dspy.programs import get_method
 
     get_method(args.method)
     options = _options(args)
-    settings = config.method_options(options)
+    parts = config.build_run(options, [args.method], retrieval=False)
+    settings = parts.settings
     summary = run_halueval(args.data, args.out, method=args.method, limit=args.limit,
-                           offset=args.offset, lm=config.build_lm(options),
+                           offset=args.offset, lm=parts.lm,
                            progress=not options.quiet,
                            ablate=_checked_rules(args.ablate, options.rules),
                            ablate_rerun_all=args.ablate_rerun_all, **settings)
     if args.json:
         print(json.dumps(summary))
     else:
-        from serc_dspy.evaluation.intervals import format_ci
 
         h, c = summary["hallucinated"], summary["control"]
         print(f"HaluEval {args.method}: fix rate {format_ci(h['fix_rate'], h['fix_rate_ci'])} "
@@ -358,15 +354,12 @@ def _register_stages(kinds) -> None:
 
 
 def stages_command(args) -> int:
-    from serc_dspy import config
-    from serc_dspy.evaluation.stage_bench import run_stages, stages_table
 
     options = config.RunOptions.from_args(args)
     options.unused(["deadline", "stage_lms", "search_rate"],
                    "serc bench stages calls each stage's predictor on its own, with --lm; no "
                    "method runs and nothing is searched")
     if args.pairs:
-        from serc_dspy.evaluation.stage_bench import run_pair_stages
 
         summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
                                   workers=options.workers or 1,

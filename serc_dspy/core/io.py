@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from serc_dspy.errors import UserError
-from serc_dspy.text import parse_json
+from serc_dspy.core.errors import UserError
+from serc_dspy.core.text import parse_json
 
 logger = logging.getLogger("serc_dspy")
 

@@ -18,12 +18,23 @@ import sys
 import time
 from pathlib import Path
 
-from serc_dspy.config import RunOptions, add_run_options
-from serc_dspy.errors import DecodingFailed, UserError
+from serc_dspy import config
+from serc_dspy.commands.options import add_run_options
+from serc_dspy.compiling.compile import (
+    DEFAULT_DEMOS,
+    STAGES,
+    compile_stage,
+    get_stage,
+    load_stage_data,
+    save_results,
+)
+from serc_dspy.compiling.program import compile_program, load_program_data, save_program
+from serc_dspy.config import RunOptions
+from serc_dspy.core.errors import DecodingFailed, UserError
+from serc_dspy.retrieval.factory import maybe_cached
 
 
 def register(subparsers) -> None:
-    from serc_dspy.compiling.compile import DEFAULT_DEMOS, STAGES
 
     stages = ", ".join(f"{s.name} ({s.predictor}: {s.description})" for s in STAGES.values())
     command = subparsers.add_parser(
@@ -120,8 +131,6 @@ def run_compile(args) -> int:
 
 def _compile_stages(args, options: RunOptions, out: Path) -> int:
     """Single predictors (`--stage verify|verify_cited|facts|correct|all`)."""
-    from serc_dspy import config
-    from serc_dspy.compiling.compile import STAGES, load_stage_data, save_results
 
     options.unused(["deadline", "stage_lms", "search_rate"],
                    f"--stage {args.stage} compiles single predictors, each called on its own "
@@ -172,9 +181,6 @@ def _compile_stages(args, options: RunOptions, out: Path) -> int:
 
 def _compile_program(args, options: RunOptions, out: Path) -> int:
     """`--stage serc`: the whole program, scored by the planted-error metric."""
-    from serc_dspy import config
-    from serc_dspy.compiling.program import compile_program, load_program_data, save_program
-    from serc_dspy.retrieval.factory import maybe_cached
 
     started = time.monotonic()
 
@@ -189,12 +195,12 @@ def _compile_program(args, options: RunOptions, out: Path) -> int:
                                          seed=args.seed, errors=args.errors)
     log(f"serc: {split.counts['examples']} drafts with {args.errors} planted errors from "
         f"{split.counts['source']}; {len(split.train)} train / {len(split.dev)} dev bios")
-    settings = config.method_options(options)
+    parts = config.build_run(options, ["serc"], retrieval=False)
+    settings, lm = parts.settings, parts.lm
     # the saved state records the options that shape its demos; the bounds only limit the run
     recorded = {key: settings[key] for key in ("top_k", "context_chars", "queries", "evidence",
                                                "verdicts")}
     bounds = {key: settings[key] for key in ("deadline_s", "lms") if key in settings}
-    lm = config.build_lm(options)
     result = compile_program(split, maybe_cached(retriever, None, options.search_rate), lm=lm,
                              optimizer=args.optimizer, demos=args.demos,
                              num_threads=args.threads, seed=args.seed,
@@ -219,7 +225,6 @@ def _compile_program(args, options: RunOptions, out: Path) -> int:
 
 
 def _compile_all(args, options: RunOptions, stages, splits, lm, log) -> list:
-    from serc_dspy.compiling.compile import compile_stage, get_stage
 
     results = []
     for stage in stages:

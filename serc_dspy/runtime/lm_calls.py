@@ -25,9 +25,9 @@ from typing import Any
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
-from serc_dspy.concurrency import in_thread
-from serc_dspy.errors import KeyRejected, MalformedOutput, UserError, caused_by, one_line
-from serc_dspy.trace import StepUsage
+from serc_dspy.core.errors import KeyRejected, MalformedOutput, UserError, caused_by, one_line
+from serc_dspy.core.trace import StepUsage
+from serc_dspy.runtime.concurrency import in_thread
 
 Record = Callable[[str, StepUsage], None]
 """`record(model, usage)`: where a call's usage goes (a trace's `Usage.record` per step)."""

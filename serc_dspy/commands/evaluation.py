@@ -18,9 +18,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from serc_dspy.arguments import non_negative, positive
-from serc_dspy.config import DEFAULT_LM, add_run_options
-from serc_dspy.errors import EXIT_FAILED, UserError, redact
+from serc_dspy import config
+from serc_dspy.commands.arguments import non_negative, positive
+from serc_dspy.commands.options import add_run_options
+from serc_dspy.config import DEFAULT_LM
+from serc_dspy.core.errors import EXIT_FAILED, UserError, redact
+from serc_dspy.core.io import file_sha256
+from serc_dspy.evaluation.datasets import load_dataset, load_truthfulqa
+from serc_dspy.evaluation.report import write_html_report, write_report
+from serc_dspy.evaluation.runner import run_experiment
+from serc_dspy.evaluation.scoring import score_factscore, score_truthfulqa
+from serc_dspy.retrieval.factory import knowledge_source
+from serc_dspy.retrieval.knowledge import KnowledgeSource
 
 
 def register(subparsers) -> None:
@@ -34,7 +43,6 @@ def register(subparsers) -> None:
 def _judge_lm(spec: str, args):
     """An evaluator or judge LM (`--evaluator-lm`, `--judge-lm`), built by the one builder with
     the run options' bounds (`--lm-timeout`, `--max-in-flight`, `--lm-rate`, `--deadline`)."""
-    from serc_dspy import config
 
     options = config.RunOptions.from_args(args)
     return config.build_lm(options.model_copy(update={"lm": spec, "max_tokens": args.max_tokens,
@@ -65,13 +73,9 @@ def _register_run(subparsers) -> None:
 
 
 def run_command(args) -> int:
-    from serc_dspy import config
-    from serc_dspy.evaluation.datasets import load_dataset
-    from serc_dspy.evaluation.runner import run_experiment
-    from serc_dspy.io import file_sha256
 
     options = config.RunOptions.from_args(args)
-    config.checked_method(options, args.method)
+    config.checked_method(options, args.method)  # before the dataset is read
     items = load_dataset(args.dataset, args.dataset_path, drafts=args.drafts)
     if args.limit is not None:
         items = items[: args.limit]
@@ -79,11 +83,10 @@ def run_command(args) -> int:
     if missing:
         print(f"serc: warning: {missing} of {len(items)} items have no draft in {args.drafts}; "
               "they will be generated", file=sys.stderr)
-    retriever = config.build_retriever(options, args.method)
-    settings = config.method_options(options)
-    lm = config.build_lm(options)
+    parts = config.build_run(options, [args.method])
+    settings = parts.settings
     summary = run_experiment(
-        args.method, items, args.out, retriever=retriever, lm=lm, workers=args.workers,
+        args.method, items, args.out, retriever=parts.retriever, lm=parts.lm, workers=args.workers,
         limit=args.limit, progress=not options.quiet, dataset=args.dataset,
         meta={"dataset_path": str(args.dataset_path),
               "dataset_sha256": file_sha256(args.dataset_path), "drafts": args.drafts,
@@ -133,14 +136,12 @@ def _register_eval(subparsers) -> None:
 
 
 def eval_command(args) -> int:
-    from serc_dspy.evaluation.scoring import score_factscore, score_truthfulqa
 
     if not Path(args.results).is_file():
         raise UserError(f"results file not found: {args.results}")
     if args.metric == "factscore":
         if not args.knowledge:
             raise UserError("--metric factscore needs --knowledge DB_OR_JSON")
-        from serc_dspy.retrieval.factory import knowledge_source
 
         knowledge = knowledge_source(args.knowledge)
         lm = _judge_lm(args.evaluator_lm, args)
@@ -154,7 +155,6 @@ def eval_command(args) -> int:
               f"preservation {_fmt(summary['preservation'], '.3f')}, "
               f"{summary['answers']} answers, {summary['errors']} errors -> {summary['scores']}")
         return 0
-    from serc_dspy.evaluation.datasets import load_truthfulqa
 
     if not args.dataset_path:
         raise UserError("--metric truthfulqa needs --dataset-path TruthfulQA.csv")
@@ -183,7 +183,6 @@ def _register_report(subparsers) -> None:
 
 
 def report_command(args) -> int:
-    from serc_dspy.evaluation.report import write_report
 
     warned: set[str] = set()
 
@@ -198,7 +197,6 @@ def report_command(args) -> int:
     print(f"[wrote {report_path}" + (f" and {plot}]" if isinstance(plot, Path)
                                      else f"; no plot: {plot}]"), file=sys.stderr)
     if args.html:
-        from serc_dspy.evaluation.report import write_html_report
 
         print(f"[wrote {write_html_report(args.results, args.html, warn)}]", file=sys.stderr)
     return 0
@@ -215,7 +213,6 @@ def _register_knowledge(subparsers) -> None:
 
 
 def knowledge_command(args) -> int:
-    from serc_dspy.retrieval.knowledge import KnowledgeSource
 
     source = KnowledgeSource.build_sqlite(args.json, args.db, overwrite=args.overwrite)
     passages = sum(len(source.passages(t)) for t in source.topics())

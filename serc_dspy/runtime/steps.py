@@ -37,16 +37,16 @@ from typing import Any, TypeVar
 
 import dspy
 
-from serc_dspy.concurrency import gather, in_thread, run_sync
-from serc_dspy.errors import StepFailed, UserError, describe, redact
-from serc_dspy.lm_calls import (
+from serc_dspy.core.errors import StepFailed, UserError, describe, redact
+from serc_dspy.core.trace import Ruling, StepUsage, Trace
+from serc_dspy.runtime.concurrency import gather, in_thread, run_sync
+from serc_dspy.runtime.lm_calls import (
     Record,
     is_malformed,
     model_name,
     tracked_acall,
     tracked_call,
 )
-from serc_dspy.trace import Ruling, StepUsage, Trace
 
 __all__ = [
     "STAGE_ORDER", "DeadlineExceeded", "PrioritySlots", "ProgressCallback", "Record", "Run",

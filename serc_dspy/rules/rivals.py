@@ -1,0 +1,94 @@
+"""Whether a rival value chosen in both option orders may replace a fact's own: the `choose.`
+rules that hold a choice back when the evidence states the fact's value for its event, or when
+the rival's own words are about another thing (`choose.own_stated`, `choose.same_frame`).
+
+A swap chosen twice by a 1.5B model is still a reading of the evidence, and on clean text most
+such swaps hit true details: these rules ask the passages, not the model, whether the rival is
+a value of the same thing."""
+
+from __future__ import annotations
+
+import re
+
+from serc_dspy.core.trace import Candidate, Slot
+from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
+from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
+
+FRAME_WORDS = 3
+"""Words each side of a fact's value that say what it is a value of ("has won ___ official
+LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them among the
+`RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
+born on 3 March 1951 into a poor family in ___")."""
+RIVAL_FRAME_WORDS = 5
+
+register(
+    Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
+         "the evidence states the fact's own value in a sentence about the fact's event more "
+         "closely than the rival's sentence (a caller's short answer: when the evidence states "
+         "it at all): the fact stays unverified", "on the report "
+         "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
+         "and altered 14 true units, whose own values the articles do state"),
+    Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
+         "the words around it in its passage (five each side, in its sentence) share a "
+         "content word with the words around the slot in the fact (three each side), the "
+         "subject's names and the two values aside (\"won 72 official LPGA tournaments\" is "
+         "not corrected by \"another four times\"); otherwise the fact stays unverified",
+         "on the tuning split's clean drafts (K = 0), 17 slots were swapped, every one onto "
+         "true text, and 15 of their rivals stood in other events' words (a death date for a "
+         "birth date, a 1904 recital series for an organist's last year)",
+         found_on="wikipedia_dev.json, the first 10 bios, K = 0", thresholds={
+             "frame_words": FRAME_WORDS, "rival_frame_words": RIVAL_FRAME_WORDS}),
+)
+
+
+def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
+                 subject: str = "") -> bool:
+    """Whether the evidence states the fact's own value (as a value of its kind) in a sentence
+    about the fact's event more closely than the chosen rival's sentence is (event words shared
+    with the fact, its slot aside): then the evidence supports the fact as it stands, and the
+    choice of the rival is the model's misreading, not a contradiction. A planted or invented
+    value is stated nowhere, so this never stands in a real correction's way; "Chemistry in
+    1903" is stated for 1911's prize, a sentence less about the fact than 1903's "Physics"
+    one."""
+    rest = fact[:slot.start] + " " + fact[slot.start + len(slot.text):]
+    event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
+    own = normal_form(slot.kind, slot.text)
+
+    def states_own(sentence: EvidenceSentence) -> bool:  # as a value of its kind
+        return has_value(slot.kind, own, sentence.text)
+
+    def shared(sentence: EvidenceSentence) -> int:
+        return len(event & content_stems(sentence.text, subject))
+
+    own_best = max((shared(s) for s in evidence if states_own(s)), default=0)
+    rival = next((s for s in evidence if s.passage == chosen.passage and
+                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    return own_best > (shared(rival) if rival is not None else 0)
+
+
+def _frame(text: str, start: int, end: int, skip: set[str], size: int) -> set[str]:
+    """The content stems of the `size` words before `text[start:end]` and after it."""
+    tokens = list(re.finditer(r"[^\W_]+", text))
+    before = [m.group() for m in tokens if m.end() <= start][-size:]
+    after = [m.group() for m in tokens if m.start() >= end][:size]
+    return {stem(w) for w in before + after
+            if w.lower() not in STOP and w.lower() not in skip and is_content(w)}
+
+
+def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
+               subject: str = "") -> bool:
+    """Whether the chosen rival stands among words about the same thing as the slot's value:
+    the words around it in its sentence share a content stem with the words around the slot
+    in the fact (the subject's names and both values aside). On the tuning split's traces
+    (windows 3 and 5) it kept 3 of the 4 swaps that fixed a planted error and refused 21 of
+    the 25 that did not. A fact whose slot has no content
+    word around it, or a rival whose sentence is not at hand, is not held back."""
+    rival = next((s for s in evidence if s.passage == chosen.passage and
+                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
+    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS)
+    if rival is None or not own:
+        return True
+    at = (chosen.offset or 0) - rival.offset
+    return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
