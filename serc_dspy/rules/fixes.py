@@ -30,6 +30,11 @@ register(
          "is false beyond repair"),
     Rule("fix.propagated_delete", "a propagated (dependent-fact) change never deletes the "
          "fact", "logic propagation may rewrite a supported fact, never remove it"),
+    Rule("fix.quote_evidence", "when every contradicted fact of a sentence cites a quote, "
+         "the corrector reads those quotes as its evidence, not the check nodes' whole "
+         "evidence (off: the check nodes' evidence)", "the sentences a verdict rests on are "
+         "short and exact; a 1.5B corrector given whole passages copied other sentences' "
+         "details into its fix"),
     Rule("fix.retry", "a contradicted fact left without a usable fix gets one more correction "
          "call, warmer (temperature 0.5)", "at temperature 0 the corrector repeats itself; "
          "off by default since its ablation on the Factcheck-Bench report split: off, it saved "

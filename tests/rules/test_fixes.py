@@ -7,7 +7,7 @@ from test_serc import FACTS, S0, VERDICTS
 
 from serc_dspy import SERC
 
-FIRES = {"fix.restates", "fix.rewords", "fix.keeps_contradicted", "fix.empty",
+FIRES = {"fix.quote_evidence", "fix.restates", "fix.rewords", "fix.keeps_contradicted", "fix.empty",
          "fix.propagated_delete", "fix.retry", "fix.join_pieces", "fix.positional",
          "fix.swap_back", "fix.collateral"}
 QUIET = set(FIRES)
@@ -149,3 +149,20 @@ def test_a_fix_of_its_contradicted_detail_alone_is_a_correction():
     off = run(program=SERC(retriever=CountingRetriever(), rules={"fix.collateral": False}),
               CorrectFacts=fixes(lambda f: f.replace("Kraków", "Warsaw") + " She was evil."))
     assert not off.ruled("fix.collateral") and "fix.collateral" in off.rules_off
+
+
+def test_a_cited_contradiction_is_corrected_from_its_quote_unless_the_rule_is_off():
+    seen = []
+
+    def record(inputs):
+        seen.append(inputs["evidence"])
+        return {"corrections": [{"original": f, "fixed": f.replace("Kraków", "Warsaw")}
+                                for f in inputs["erroneous_facts"]]}
+
+    quote = "Marie Curie was born in Warsaw in 1867."
+    trace = cited(CorrectFacts=record)
+    assert trace.ruled("fix.quote_evidence") and seen[-1] == quote
+    seen.clear()
+    off = cited(CorrectFacts=record, rules={"fix.quote_evidence": False})
+    assert not off.ruled("fix.quote_evidence") and seen and seen[-1] != quote
+    assert not run().ruled("fix.quote_evidence")  # uncited verdicts: no quote to read

@@ -121,8 +121,10 @@ class Corrector(Stage):
         related = [f for f in trace.facts if f.sentence == sentence
                    and f.verdict != "CONTRADICTED" and f.status != "pruned"]
         checks = {f.check for f in wrong}
-        if all(f.quote for f in wrong):  # the sentences the verdicts rest on: short and exact
+        if all(f.quote for f in wrong) and run.on("fix.quote_evidence"):
             evidence = "\n".join(unique_texts(f.quote for f in wrong))
+            run.rule("fix.quote_evidence", f"s{sentence}", detail=f"the corrector reads the "
+                     f"{len(wrong)} contradicted facts' quotes, not their checks' evidence")
         else:
             evidence = "\n\n".join(c.evidence for c in trace.checks if c.id in checks)
         # A fix that restates its fact is no fix; a small model does this. With `fix.retry`
