@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scripted import entity, scripted_lm  # noqa: E402  (the tests' scripted LM)
 
 from serc_dspy import SERC  # noqa: E402
-from serc_dspy.programs.serc import REWRITE_CONTEXT_SENTENCES  # noqa: E402
 from serc_dspy.core.text import normalise  # noqa: E402
 from serc_dspy.core.trace import Passage  # noqa: E402
+from serc_dspy.programs.serc.common import REWRITE_CONTEXT_SENTENCES  # noqa: E402
 
 LABELS = {"S": "SUPPORTED", "NS": "CONTRADICTED", "IR": "NOT_FOUND"}
 PRESETS = {

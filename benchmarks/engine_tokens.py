@@ -82,8 +82,8 @@ def child(model: str, setting: dict, result_path: Path) -> None:
     """One decoding of the main job in this process, its figures written to `result_path`."""
     from serc_dspy import cli
     from serc_dspy.backends import embedded
-    from serc_dspy.runtime.cpu import default_threads
     from serc_dspy.core.trace import Trace
+    from serc_dspy.runtime.cpu import default_threads
 
     plain = embedded.LlamaServerEngine.__init__
 

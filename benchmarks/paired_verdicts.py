@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from serc_dspy.evaluation.intervals import bootstrap_statistic, paired_difference
-from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
 from serc_dspy.compiling.stage_bench import pair_key, unseen_pairs
 from serc_dspy.core.io import read_jsonl
+from serc_dspy.evaluation.intervals import bootstrap_statistic, paired_difference
+from serc_dspy.evaluation.metrics.dspy_metrics import VERDICT_LABELS, macro_f1
 
 PAIRS = [("verify_agree", "verify"), ("verify_cited", "verify"), ("verify_agree", "verify_cited")]
 

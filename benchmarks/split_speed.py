@@ -3,8 +3,8 @@ paragraph without a blank line, and the growth from one size to the other (linea
 
     python benchmarks/split_speed.py [--sizes 100000 1000000]
 
-CPU seconds of `serc_dspy.core.text.split_sentences`. Not part of the test run: the test suite bounds
-only the growth ratio (tests/chaos/test_text_layer_faults.py), never a time.
+CPU seconds of `serc_dspy.core.text.split_sentences`. Not part of the test run: the test
+suite bounds only the growth ratio (tests/chaos/test_text_layer_faults.py), never a time.
 """
 
 from __future__ import annotations
