@@ -145,6 +145,14 @@ def diff_edits(trace: Trace) -> tuple[list[tuple[str, str, Edit | None]], list[E
 
 
 # -- what the template is given ------------------------------------------------------------------
+def status_text(fact: Fact) -> str:
+    """A fact's status in words; an unverified fact says whether its check failed or the
+    evidence did not settle it."""
+    if fact.status == "unverified" and fact.verdict is not None:
+        return "unverified (the evidence did not settle it; kept verbatim)"
+    return STATUS_TEXT.get(fact.status, fact.status)
+
+
 def _graph(trace: Trace) -> dict:
     """The Tanner graph's layout: sentences, facts, checks and passages in four columns, and
     the edges between them, as coordinates for the template's SVG."""
@@ -219,6 +227,6 @@ def render_trace(trace: Trace, *, title: str | None = None) -> str:
         trace=trace, heading=title or f"SERC decoding: {trace.question}", csp=Markup(_CSP),
         pieces=[(text, edit) for _, text, edit in pieces], edits=edits,
         pruned=[f for f in trace.facts if f.status == "pruned"], unverified=unsettled,
-        degenerate=degenerate, graph=_graph(trace), status_text=STATUS_TEXT,
+        degenerate=degenerate, graph=_graph(trace), status_text=status_text,
         checks={c.id: c for c in trace.checks}, corrections=corrections,
         events=[(event, _event_parts(event.message)) for event in trace.events])
