@@ -29,12 +29,12 @@ from pydantic import (
     model_validator,
 )
 
-from serc_dspy import backends
+from serc_dspy import backends, programs
 from serc_dspy.backends.models import DEFAULT_MODEL
 from serc_dspy.backends.spec import run_defaults
 from serc_dspy.commands.progress import AssemblyProgress
 from serc_dspy.core.errors import UserError
-from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, build_method, get_method
+from serc_dspy.programs.registry import SERC_ONLY_OPTIONS, get_method
 from serc_dspy.retrieval.factory import (
     DENSE_NEEDS_CORPUS,
     knowledge_source,
@@ -402,7 +402,7 @@ class RunParts:
 
     def program(self, method: str):
         """The method's program over this retriever, with these options."""
-        return build_method(method, retriever=self.retriever, **self.settings)
+        return programs.build_method(method, retriever=self.retriever, **self.settings)
 
 
 def build_run(options: RunOptions, methods: Iterable[str] = (), *, retrieval: bool = True,

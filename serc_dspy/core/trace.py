@@ -1,7 +1,8 @@
 """The decoding graph's vocabulary, shared by programs, the CLI, evaluation and reports.
 
-This module imports nothing else from the package: everything downstream speaks these types,
-and a saved trace must load back without running any SERC code.
+This module imports nothing else from the package but `core.usage` (a run's LM cost, which it
+re-exports): everything downstream speaks these types, and a saved trace must load back
+without running any SERC code.
 """
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from serc_dspy.core.usage import StepUsage, Usage
+
+__all__ = ["Candidate", "Check", "Correction", "Event", "Fact", "Firewall", "Passage", "Ruling",
+           "Sentence", "Slot", "StateChange", "Step", "StepUsage", "Syndrome", "Trace", "Usage",
+           "Witness"]
 
 Verdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_FOUND"]
 FactStatus = Literal["pending", "kept", "corrected", "pruned", "unverified", "uncorrected",
@@ -201,94 +208,6 @@ class Correction(BaseModel):
     fact: str | None = None
     match_score: float = 0.0
     propagated: bool = False
-
-
-class StepUsage(BaseModel):
-    """LM calls made and their tokens; failed calls, calls cancelled while the engine served
-    them, and DSPy cache hits are included in `calls` and also counted in `failed`,
-    `cancelled` and `cached` (a cancelled call's tokens are unknown and not counted)."""
-
-    calls: int = 0
-    failed: int = 0
-    cancelled: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    """Prompt tokens the engine served from its prompt cache (reported by llama.cpp, SGLang
-    and OpenAI as `prompt_tokens_details.cached_tokens`; 0 where an engine reports nothing):
-    `prompt_tokens - cached_prompt_tokens` is what the engine really processed."""
-    completion_tokens: int = 0
-    seconds: float = 0.0
-    """Wall seconds of the calls, summed (concurrent calls overlap, so a step's seconds can
-    exceed the run's wall time)."""
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, other: StepUsage) -> None:
-        self.calls += other.calls
-        self.failed += other.failed
-        self.cancelled += other.cancelled
-        self.cached += other.cached
-        self.prompt_tokens += other.prompt_tokens
-        self.cached_prompt_tokens += other.cached_prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.seconds += other.seconds
-
-
-class Usage(BaseModel):
-    """LM cost of one run: totals, per step (signature name) and per LM (model name)."""
-
-    total: StepUsage = Field(default_factory=StepUsage)
-    steps: dict[str, StepUsage] = Field(default_factory=dict)
-    models: dict[str, StepUsage] = Field(default_factory=dict)
-
-    def record(self, step: str, model: str, usage: StepUsage) -> None:
-        self.total.add(usage)
-        self.steps.setdefault(step, StepUsage()).add(usage)
-        self.models.setdefault(model, StepUsage()).add(usage)
-
-    @property
-    def calls(self) -> int:
-        """`total.calls`: the repr's fields read as attributes too (`usage.calls`)."""
-        return self.total.calls
-
-    @property
-    def failed(self) -> int:
-        return self.total.failed
-
-    @property
-    def cached(self) -> int:
-        return self.total.cached
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.total.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int:
-        return self.total.completion_tokens
-
-    @property
-    def total_tokens(self) -> int:
-        return self.total.total_tokens
-
-    def __repr__(self) -> str:
-        """One line; `.steps` and `.models` hold the breakdown."""
-        t = self.total
-        return (f"Usage(calls={t.calls}, failed={t.failed}, cached={t.cached}, "
-                f"prompt_tokens={t.prompt_tokens}, completion_tokens={t.completion_tokens}, "
-                f"steps={len(self.steps)}, models={sorted(self.models)})")
-
-    __str__ = __repr__
-
-    def merge(self, other: Usage) -> None:
-        self.total.add(other.total)
-        for name, step in other.steps.items():
-            self.steps.setdefault(name, StepUsage()).add(step)
-        for name, model in other.models.items():
-            self.models.setdefault(name, StepUsage()).add(model)
 
 
 class Step(BaseModel):
