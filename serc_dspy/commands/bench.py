@@ -349,20 +349,21 @@ def _register_stages(kinds) -> None:
     p.add_argument("--compiled", help="a compiled state to evaluate instead of the frozen prompts")
     p.add_argument("--out", help="write the table and a JSON summary to this folder")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    add_run_options(p, skip=["--compiled"])  # its own --compiled above: the state to evaluate
+    p.add_argument("--workers", type=positive, default=1, metavar="N",
+                   help="--pairs: pairs judged at once, on the engine's slots (default 1)")
+    # its own --compiled (the state to evaluate) and --workers (no method runs here)
+    add_run_options(p, skip=["--compiled", "--workers"])
     p.set_defaults(handler=stages_command)
 
 
 def stages_command(args) -> int:
-
     options = config.RunOptions.from_args(args)
     options.unused(["deadline", "stage_lms", "search_rate"],
                    "serc bench stages calls each stage's predictor on its own, with --lm; no "
                    "method runs and nothing is searched")
     if args.pairs:
-
         summary = run_pair_stages(args.data, stages=args.stage, pairs=args.pairs,
-                                  workers=options.workers or 1,
+                                  workers=args.workers,
                                   seed=args.seed, lm=config.build_lm(options),
                                   compiled=args.compiled, out=args.out,
                                   progress=not options.quiet)

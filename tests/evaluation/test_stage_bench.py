@@ -151,3 +151,23 @@ def test_the_verdict_paths_share_their_calls_and_a_rerun_resumes_from_the_saved_
     assert len(saved[0].read_text().splitlines()) == 6  # the torn line gave way to its redo
     assert main(argv) == 0 and len(engine.of("JudgeFact")) == 7
     assert "6 unseen stance pairs" in (tmp_path / "stages.md").read_text()
+
+
+@needs_data
+def test_pairs_take_their_workers_and_refuse_a_method_option(tmp_path, monkeypatch, capsys):
+    """`--workers` sets how many pairs are judged at once (it was refused as a method option,
+    so every pair run went one at a time); a method's own options stay refused."""
+    seen = {}
+
+    def fake_pairs(data, **kwargs):
+        seen.update(kwargs)
+        return {"stages": {}}
+
+    monkeypatch.setattr("serc_dspy.commands.bench.run_pair_stages", fake_pairs)
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: None)
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "6", "--stage",
+                 "choose", "--workers", "4", "--json"]) == 0
+    assert seen["workers"] == 4 and seen["stages"] == ["choose"]
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "6",
+                 "--verdicts", "choose"]) == 2
+    assert "does not apply here" in capsys.readouterr().err
