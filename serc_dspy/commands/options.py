@@ -90,7 +90,6 @@ def _retrieval_flags(parser, add, workers_flag: str) -> None:
         help="cache retrieval results in this directory (a diskcache; reruns are offline)")
 
 
-
 def _method_flags(parser, add, workers_flag: str) -> None:
     """The method's options."""
     add(parser, "--top-k", type=positive, default=None, metavar="N",
@@ -121,9 +120,9 @@ def _serc_flags(parser, add) -> None:
         choices = _choices(field.annotation)
         if choices:
             kwargs["choices"] = choices
-        elif field.annotation is bool or field.annotation == "bool":
+        elif field.annotation is bool:
             kwargs = {"action": "store_true", "help": extra["help"]}
-        elif "int" in str(field.annotation):
+        elif int in (field.annotation, *typing.get_args(field.annotation)):
             kwargs.update(type=positive, metavar="N")
         kwargs.update(extra.get("argparse") or {})
         group = parser
