@@ -8,8 +8,8 @@ subject the values of the same kind that could stand in their place. The choice 
 LM's (`programs/serc/choice.py`); whether a choice may change the fact is decided there, by the
 `choose.` rules registered here.
 
-No home-made entity recogniser: names are runs of capitalised words, roles the noun after "was
-a"; their type is checked by the evidence sentence's topic (it must share the fact's event
+No home-made entity recogniser: names are runs of capitalised words, roles the head noun of the
+phrase after "was a"; their type is checked by the evidence sentence's topic (it must share the fact's event
 words), and the model chooses among what is left.
 """
 
@@ -108,7 +108,11 @@ def _name_runs(text: str):
         yield start, end
         k = j
 _ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
-                   r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)([a-z][a-z-]+)\b")
+                   r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)"
+                   r"([a-z][a-z-]+(?:\s+[a-z][a-z-]+){0,2})\b")
+"""A role: the noun phrase after "was a" (capitalised and -ly words before it passed over);
+its last word before a function word is the role ("an American record producer":
+producer; "the organist of La Trinité": organist; "an organist and teacher": organist)."""
 _ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
                     "time", "year", "way", "series", "couple", "pair", "total"}
 KIND_ORDER = ("date", "year", "number", "name", "role")
@@ -153,9 +157,16 @@ def spans(text: str, subject: str = "") -> list[Span]:
             a = start + run.index(name)
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
-        role = m.group(2)
+        words = []
+        for word in re.finditer(r"[a-z][a-z-]+", m.group(2)):
+            if word.group(0) in _ROLE_NOT:  # "an organist and teacher", "a pianist who"
+                break
+            words.append(word)
+        if not words:
+            continue
+        role, at = words[-1].group(0), m.start(2) + words[-1].start()
         if role.lower() not in _ROLE_NOT and len(role) > 3 and not role.endswith("-"):
-            add("role", m.start(2), m.end(2))
+            add("role", at, at + len(role))
     return sorted(found, key=lambda s: s.start)
 
 
@@ -206,6 +217,34 @@ def find_slots(fact: str, sentence: str, subject: str = "") -> list[Slot]:
             chosen.append(Slot(kind=span.kind, text=span.text, start=span.start))
     chosen.sort(key=lambda s: KIND_ORDER.index(s.kind))
     return chosen[:MAX_SLOTS]
+
+
+def year_within(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
+                subject: str = "") -> Slot | None:
+    """A date slot's year as its own slot, when the evidence about the fact's event gives
+    years but no date to set against it ("born on 26 August 1966" against "born in Kingston
+    in 1973"): the year is then what the evidence can check, and the only part swapped. None
+    when the evidence offers a date, or no year either."""
+    if slot.kind != "date" or _offers(collect_candidates(slot, fact, evidence, subject)):
+        return None
+    found = _YEAR.search(slot.text)
+    if not found or _count(sentence, found.group(1)) != 1 or _count(fact, found.group(1)) != 1:
+        return None
+    year = Slot(kind="year", text=found.group(1), start=slot.start + found.start(1))
+    return year if _offers(collect_candidates(year, fact, evidence, subject)) else None
+
+
+def _offers(candidates: list[Candidate]) -> bool:
+    return any(c.origin == "evidence" for c in candidates)
+
+
+def date_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the date a year stands in ("26 August ___"), else the year's own span: a
+    year's frame is its date's."""
+    for m in _DATE.finditer(text):
+        if m.start() <= start and end <= m.end():
+            return m.start(), m.end()
+    return start, end
 
 
 def _count(text: str, value: str) -> int:
@@ -295,9 +334,11 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
     the fact's event (most shared event words first; one shared word at least), each once by
     its normal form, then "not stated"; at most `MAX_CANDIDATES`.
 
-    A name or role is offered only in the slot's frame, the word before it in the draft
-    (`frame`, `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre
-    Curie"; a person is never offered for a field."""
+    A name is offered only in the slot's frame, the word before it in the draft (`frame`,
+    `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre Curie"; a
+    person is never offered for a field. A role's frame is the role pattern itself ("was
+    the ___ of", "became an ___", "as a staff ___"), and the subject's own names are never
+    a rival ("Beenie Man" for his birth name "Moses Anthony Davis")."""
     rest = (fact[:slot.start] + " " + fact[slot.start + len(slot.text):])
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
     in_fact = normalise(fact, fold=True)
@@ -317,22 +358,23 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
             return False
         if slot.kind not in ("name", "role"):
             return True
-        return (frame is None or preceding_word(sentence.text, span.start) == frame) and \
+        return (frame is None or slot.kind == "role" or
+                preceding_word(sentence.text, span.start) == frame) and \
             not own_words & content_stems(value) and normalise(value, fold=True) not in in_fact
 
-    return _offer(slot, about, fits)
+    return _offer(slot, about, fits, subject=subject)
 
 
 def _offer(slot: Slot, sentences: list[EvidenceSentence],
            fits: Callable[[EvidenceSentence, Span, str], bool],
-           options: list[Candidate] | None = None) -> list[Candidate]:
+           options: list[Candidate] | None = None, subject: str = "") -> list[Candidate]:
     """The slot's options: its own value (unless `options` already start the list), then the
     values of its kind in `sentences`, in that order, each once by its normal form and only
     where `fits`, with the words that lead up to each, up to the cap; then "not stated"."""
     options = options or [Candidate(value=slot.text, origin="fact")]
     seen = {normal_form(slot.kind, c.value) for c in options}
     for sentence in sentences:
-        for span in spans(sentence.text):
+        for span in spans(sentence.text, subject):
             if len(options) >= MAX_CANDIDATES - 1:
                 break
             if not _compatible(slot.kind, span.kind):

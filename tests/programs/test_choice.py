@@ -396,3 +396,48 @@ def test_a_short_answers_slot_is_the_value_that_answers_the_question(question, d
     assert [s.text for s in answer_slots(question, draft)] == [slot]
     if "Hole" in question:
         assert comparison_options(question) == ["Hole", "The Wolfhounds"]
+
+
+def test_a_role_is_the_head_of_its_noun_phrase_and_any_role_verb_frames_it():
+    roles = [s.text for t in ("Bernard Edwards Jr. is an American record producer.",
+                              "He was the organist of La Trinité.",
+                              "He became an organist and teacher in Boulogne.",
+                              "He returned as an official staff producer where he worked.")
+             for s in spans(t) if s.kind == "role"]
+    assert roles == ["producer", "organist", "organist", "producer"]
+    assert not [s for s in spans("He was a member of the band.") if s.kind == "role"]
+    fact = "Guilmant was the painter of La Trinité."
+    role = next(s for s in find_slots(fact, fact, "Guilmant") if s.kind == "role")
+    evidence = about_subject([Passage(text="Guilmant became an organist at La Trinité.")],
+                             "Guilmant")
+    # "became an ___" frames a role as "was the ___" does: the preceding word is no test
+    assert [c.value for c in collect_candidates(role, fact, evidence, "Guilmant",
+                                                frame="was")] == \
+        ["painter", "organist", "not stated"]
+
+
+def test_the_subjects_own_name_is_never_a_rival_for_another_of_its_names():
+    fact = "Moses Anthony Davis was born in Kingston."
+    evidence = about_subject([Passage(text="Beenie Man was born in Kingston as Moses "
+                                           "Davis. Beenie Man grew up in Kingston.")],
+                             "Beenie Man")
+    name = next(s for s in find_slots(fact, fact, "Beenie Man") if s.text.startswith("Moses"))
+    values = [c.value for c in collect_candidates(name, fact, evidence, "Beenie Man")]
+    assert "Beenie Man" not in values
+
+
+def test_a_dates_year_is_its_slot_when_the_evidence_gives_only_years():
+    from serc_dspy.rules.slots import year_within
+
+    fact = "Moses Anthony Davis was born on 26 August 1966."
+    evidence = about_subject([Passage(text="Beenie Man is a DJ. Davis was born in Kingston "
+                                           "in 1973.")], "Beenie Man")
+    date = next(s for s in find_slots(fact, fact, "Beenie Man") if s.kind == "date")
+    year = year_within(date, fact, fact, evidence, "Beenie Man")
+    assert (year.kind, year.text, fact[year.start:year.start + 4]) == ("year", "1966", "1966")
+    assert [c.value for c in collect_candidates(year, fact, evidence, "Beenie Man")] == \
+        ["1966", "1973", "not stated"]
+    # a date in the evidence is set against the date itself
+    dated = about_subject([Passage(text="Beenie Man was born on 22 August 1973.")],
+                          "Beenie Man")
+    assert year_within(date, fact, fact, dated, "Beenie Man") is None
