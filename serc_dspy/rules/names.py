@@ -44,6 +44,12 @@ register(
          "the firewall reset an answer about Mondeca's tools because the passages were about "
          "one of them, Intellilink, which the answer named",
          found_on="Factcheck-Bench item 6 (tuning split)"),
+    Rule("firewall.refused_reset", "a reset whose grounded answer refuses (\"No verified "
+         "information was found\") keeps the answer it would have replaced: the judge found "
+         "another entity, but the evidence grounded nothing to put in its place",
+         "a caller's short answer was replaced by a refusal after the judge took the "
+         "passages' entity for another", english_only=True,
+         found_on="HaluEval tuning item 14"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",

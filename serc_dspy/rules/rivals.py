@@ -29,6 +29,14 @@ register(
          "it at all): the fact stays unverified", "on the report "
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
+    Rule("choose.asked_frame", "a caller's short answer that the evidence states is replaced "
+         "by a rival chosen in both orders only when the words around the rival in its "
+         "passage (five each side) share more of the question's content words than the words "
+         "around every statement of the answer do (\"directed by who?\": \"film directed by "
+         "Robert Zemeckis and written by Neil Gaiman\")", "HaluEval's wrong answers are "
+         "the evidence's other names: `choose.own_stated` alone held back every such fix, "
+         "the model's right choice included", found_on="HaluEval tuning items 16, 17",
+         thresholds={"rival_frame_words": 5}),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
@@ -93,3 +101,28 @@ def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
         return True
     at = (chosen.offset or 0) - rival.offset
     return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
+
+
+def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
+                chosen: Candidate) -> bool:
+    """Whether the question's words stand around the chosen rival in its passage more than
+    around any statement of the short answer's own value: the rival is then what the question
+    asks for, and the answer another thing the evidence names ("written by Neil Gaiman"
+    answering "directed by who?")."""
+    skip = {w.lower() for w in words_of(f"{slot.text} {chosen.value}")}
+    asked = content_stems(question) - {stem(w) for w in skip}
+
+    def around(sentence: EvidenceSentence, start: int, end: int) -> int:
+        return len(asked & _frame(sentence.text, start, end, skip, RIVAL_FRAME_WORDS))
+
+    own = 0
+    for sentence in evidence:
+        for m in re.finditer(rf"(?<!\w){re.escape(slot.text)}(?!\w)", sentence.text,
+                             re.IGNORECASE):
+            own = max(own, around(sentence, m.start(), m.end()))
+    rival = next((s for s in evidence if s.passage == chosen.passage and
+                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    if rival is None:
+        return False
+    at = (chosen.offset or 0) - rival.offset
+    return around(rival, at, at + len(chosen.value)) > own

@@ -8,7 +8,7 @@ from serc_dspy import LocalCorpus
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
-         "choose.same_frame"}
+         "choose.same_frame", "choose.asked_frame"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -162,3 +162,18 @@ def test_a_rival_among_another_events_words_is_not_swapped_in():
     planted, _ = _decode()
     assert not planted.trace.ruled("choose.same_frame")
     assert planted.trace.ruled("choose.swap", "f2.0")
+
+
+def test_a_stated_short_answer_yields_to_a_rival_the_questions_words_stand_around():
+    from test_choice import pick, short
+
+    question = "Beowulf, a 2007 epic fantasy film, was directed by who?"
+    fixed, _ = short(question, "Neil Gaiman", pick("Robert Zemeckis"))
+    assert fixed.answer == "Robert Zemeckis"
+    assert fixed.trace.ruled("choose.asked_frame", "f0.0")
+    off, _ = short(question, "Neil Gaiman", pick("Robert Zemeckis"),
+                   rules={"choose.asked_frame": False})
+    assert off.answer == "Neil Gaiman" and off.trace.ruled("choose.own_stated", "f0.0")
+    # "born in Warsaw": the question's words stand around the answer as much as the rival
+    kept, _ = short("Where was Marie Curie born?", "Warsaw", pick("Maria Skłodowska"))
+    assert kept.answer == "Warsaw" and not kept.trace.ruled("choose.asked_frame")

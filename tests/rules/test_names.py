@@ -9,7 +9,7 @@ from serc_dspy.rules.names import mentions, same_name
 
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
          "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
-         "firewall.evidence_in_answer"}
+         "firewall.evidence_in_answer", "firewall.refused_reset"}
 QUIET = set(FIRES)
 
 
@@ -132,3 +132,20 @@ def test_an_answer_that_names_the_evidences_entity_passes():
                 SameEntity=lambda i: {"analysis": "", "same": "NO"})
     assert trace.ruled("firewall.evidence_in_answer") and not trace.firewall.reset
     assert not run().ruled("firewall.evidence_in_answer")
+
+
+def test_a_reset_whose_grounded_answer_refuses_keeps_the_answer_it_would_replace():
+    mismatch = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
+                "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"},
+                "GroundedAnswer": lambda i: {"answer": "No verified information was found."}}
+    trace = run(**mismatch)
+    assert trace.ruled("firewall.refused_reset", "firewall") and not trace.firewall.reset
+    assert "grounded answer refused" in trace.firewall.decision
+    assert trace.fact("f0.0") is not None  # the draft was decoded, not the refusal
+    # off, the refusal replaces the draft, as the paper's reset would
+    off = run(program=SERC(retriever=CountingRetriever(),
+                           rules={"firewall.refused_reset": False}), **mismatch)
+    assert off.firewall.reset and off.firewall.replaced_answer and \
+        not off.ruled("firewall.refused_reset")
+    assert not run(EvidenceEntity=mismatch["EvidenceEntity"],
+                   SameEntity=mismatch["SameEntity"]).ruled("firewall.refused_reset")

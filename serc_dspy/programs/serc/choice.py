@@ -28,7 +28,7 @@ from serc_dspy.rules.answers import (
     question_kind,
 )
 from serc_dspy.rules.quotes import opening_name
-from serc_dspy.rules.rivals import own_attested, same_frame
+from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
@@ -236,6 +236,12 @@ class SlotChooser(Stage):
                 # comparison's two options both stand in the evidence, so it is exempt
                 attested = (own_stated and question_kind(run.trace.question) != "comparison"
                             if short else own_attested(slot, fact.text, evidence, rival, name))
+                if attested and short and run.on("choose.asked_frame") and \
+                        asked_frame(run.trace.question, slot, evidence, rival):
+                    attested = False
+                    run.rule("choose.asked_frame", fact.id, before=slot.text, after=first,
+                             detail="the question's words stand around the rival, not "
+                                    "around the answer")
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
                     slot.note = f"{first!r} was chosen, but the evidence states its own value " \

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import dspy
 
 from serc_dspy.core.entities import Descriptor, more_specific
+from serc_dspy.core.text import is_refusal
 from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
@@ -171,8 +172,17 @@ class EntityFirewall(Stage):
         firewall.reset = True
         firewall.decision = (f"reset: the judge found {answer} and {evidence} to be different "
                              "entities")
+        grounded = await self.grounded_answer(run, question, passages, trace.received)
+        if is_refusal(grounded) and not is_refusal(trace.received) and \
+                run.on("firewall.refused_reset"):
+            firewall.reset = False
+            firewall.decision = (f"passed: the judge found {answer} and {evidence} to be "
+                                 "different entities, but the grounded answer refused")
+            run.rule("firewall.refused_reset", "firewall", before=grounded[:80],
+                     detail=firewall.decision)
+            return
         firewall.replaced_answer = trace.received
         trace.subject = str(evidence)
-        trace.received = await self.grounded_answer(run, question, passages, trace.received)
+        trace.received = grounded
         run.log("firewall", f"entity mismatch ({answer} vs {evidence}): hard reset to a "
                 "context-grounded answer")
