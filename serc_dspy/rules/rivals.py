@@ -12,7 +12,7 @@ import re
 
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import EvidenceSentence, date_around, has_value, normal_form
+from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
 FRAME_WORDS = 3
@@ -95,8 +95,7 @@ def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     rival = next((s for s in evidence if s.passage == chosen.passage and
                   s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
     skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
-    own = _frame(fact, *date_around(fact, slot.start, slot.start + len(slot.text)), skip,
-                 FRAME_WORDS)
+    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS)
     if rival is None or not own:
         return True
     at = (chosen.offset or 0) - rival.offset

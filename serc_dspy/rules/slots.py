@@ -200,6 +200,15 @@ def preceding_word(text: str, start: int) -> str:
     return before[-1] if before else ""
 
 
+def role_verb(text: str, start: int) -> str:
+    """What introduces the role at `start`: "is" for a copula ("was", "became"), "as" for
+    "as a ___", "" for none."""
+    verbs = re.findall(r"\b(is|was|are|were|became|become|as)\s+(?:an?|the)\s+", text[:start])
+    if not verbs:
+        return ""
+    return "as" if verbs[-1] == "as" else "is"
+
+
 def blank_in(text: str, value: str) -> str | None:
     """`text` with its one whole-word `value` replaced by ___ (None unless it stands once)."""
     if _count(text, value) != 1:
@@ -217,34 +226,6 @@ def find_slots(fact: str, sentence: str, subject: str = "") -> list[Slot]:
             chosen.append(Slot(kind=span.kind, text=span.text, start=span.start))
     chosen.sort(key=lambda s: KIND_ORDER.index(s.kind))
     return chosen[:MAX_SLOTS]
-
-
-def year_within(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
-                subject: str = "") -> Slot | None:
-    """A date slot's year as its own slot, when the evidence about the fact's event gives
-    years but no date to set against it ("born on 26 August 1966" against "born in Kingston
-    in 1973"): the year is then what the evidence can check, and the only part swapped. None
-    when the evidence offers a date, or no year either."""
-    if slot.kind != "date" or _offers(collect_candidates(slot, fact, evidence, subject)):
-        return None
-    found = _YEAR.search(slot.text)
-    if not found or _count(sentence, found.group(1)) != 1 or _count(fact, found.group(1)) != 1:
-        return None
-    year = Slot(kind="year", text=found.group(1), start=slot.start + found.start(1))
-    return year if _offers(collect_candidates(year, fact, evidence, subject)) else None
-
-
-def _offers(candidates: list[Candidate]) -> bool:
-    return any(c.origin == "evidence" for c in candidates)
-
-
-def date_around(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span of the date a year stands in ("26 August ___"), else the year's own span: a
-    year's frame is its date's."""
-    for m in _DATE.finditer(text):
-        if m.start() <= start and end <= m.end():
-            return m.start(), m.end()
-    return start, end
 
 
 def _count(text: str, value: str) -> int:
@@ -336,9 +317,10 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
 
     A name is offered only in the slot's frame, the word before it in the draft (`frame`,
     `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre Curie"; a
-    person is never offered for a field. A role's frame is the role pattern itself ("was
-    the ___ of", "became an ___", "as a staff ___"), and the subject's own names are never
-    a rival ("Beenie Man" for his birth name "Moses Anthony Davis")."""
+    person is never offered for a field. A role's frame is its verb: a copula ("was the ___
+    of", "became an ___") or "as" ("as a child" is no role for "was a criminal"); and the
+    subject's own names are never a rival ("Beenie Man" for his birth name "Moses Anthony
+    Davis")."""
     rest = (fact[:slot.start] + " " + fact[slot.start + len(slot.text):])
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
     in_fact = normalise(fact, fold=True)
@@ -358,8 +340,11 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
             return False
         if slot.kind not in ("name", "role"):
             return True
-        return (frame is None or slot.kind == "role" or
-                preceding_word(sentence.text, span.start) == frame) and \
+        if slot.kind == "role":
+            in_frame = role_verb(sentence.text, span.start) == role_verb(fact, slot.start)
+        else:
+            in_frame = frame is None or preceding_word(sentence.text, span.start) == frame
+        return in_frame and \
             not own_words & content_stems(value) and normalise(value, fold=True) not in in_fact
 
     return _offer(slot, about, fits, subject=subject)

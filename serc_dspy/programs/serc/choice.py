@@ -39,7 +39,6 @@ from serc_dspy.rules.slots import (
     focus,
     preceding_word,
     stated,
-    year_within,
 )
 from serc_dspy.rules.words import content_stems
 from serc_dspy.runtime.steps import Run, StepSpec
@@ -129,8 +128,7 @@ class SlotChooser(Stage):
             text = "\n".join(s.text for s in about)
             sentence = run.trace.sentences[fact.sentence].text \
                 if fact.sentence < len(run.trace.sentences) else fact.text
-            slots = [year_within(s, fact.text, sentence, about, name) or s
-                     for s in find_slots(fact.text, sentence, name or run.trace.subject)]
+            slots = find_slots(fact.text, sentence, name or run.trace.subject)
             if slots:
                 for slot in slots:
                     await self.choose_value(run, fact, slot, about, text, evidence, name,
