@@ -191,11 +191,12 @@ def _trim_name(name: str, subject_words: set[str]) -> str:
 
 
 def preceding_word(text: str, start: int) -> str:
-    """The word before a span, lower-cased, an article passed over ("" at the start): a
-    name's frame, "born in ___", "with ___", "Prize in ___", "of (the) ___" (an article alone
-    let "at the Iba Cathedral" stand for "of the Philippines")."""
+    """The word before a span, lower-cased, articles and conjunctions passed over ("" at the
+    start): a name's frame, "born in ___", "with ___", "Prize in ___", "of (the) ___" (an
+    article alone let "at the Iba Cathedral" stand for "of the Philippines"; "and" alone let
+    "golfer and LPGA Tour winner" stand for "Swedish and American")."""
     before = [w.lower() for w in re.findall(r"[^\W_]+", text[:start])]
-    while before and before[-1] in ("the", "a", "an"):
+    while before and before[-1] in ("the", "a", "an", "and", "or"):
         before.pop()
     return before[-1] if before else ""
 

@@ -324,6 +324,8 @@ def test_a_names_frame_passes_over_the_article():
     text = "He sat in the House of Representatives of the Philippines."
     assert preceding_word(text, text.index("Philippines")) == "of"
     assert preceding_word("Mass at the Iba Cathedral", 12) == "at"
+    text = "She is a Swedish and American golfer."
+    assert preceding_word(text, text.index("American")) == "swedish"
 
 
 def test_a_correction_carries_to_the_fact_that_depends_on_it_the_papers_table_6():
