@@ -21,6 +21,10 @@ LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them
 `RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
 born on 3 March 1951 into a poor family in ___")."""
 RIVAL_FRAME_WORDS = 5
+ASKED_WORDS = 3
+"""Words before a question's closing wh-word that say what it asks ("film, directed by who?")."""
+_CLOSING_WH = re.compile(rf"((?:[^\s?]+\s+){{1,{ASKED_WORDS}}})(?:who|whom|what|which|when|"
+                         r"where)\W*$", re.IGNORECASE)
 
 register(
     Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
@@ -30,13 +34,14 @@ register(
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
     Rule("choose.asked_frame", "a caller's short answer that the evidence states is replaced "
-         "by a rival chosen in both orders only when the words around the rival in its "
-         "passage (five each side) share more of the question's content words than the words "
-         "around every statement of the answer do (\"directed by who?\": \"film directed by "
-         "Robert Zemeckis and written by Neil Gaiman\")", "HaluEval's wrong answers are "
-         "the evidence's other names: `choose.own_stated` alone held back every such fix, "
-         "the model's right choice included", found_on="HaluEval tuning items 16, 17",
-         thresholds={"rival_frame_words": 5}),
+         "by a rival chosen in both orders when the question ends on what it asks (\"directed "
+         "by who?\") and those words stand around the rival in its passage (five each side) "
+         "more than around every statement of the answer (\"film directed by Robert Zemeckis "
+         "and written by Neil Gaiman\")", "HaluEval's wrong answers are the evidence's other "
+         "names: `choose.own_stated` alone held back every such fix, the model's right choice "
+         "included; the whole question's words, tried first, also stand around the other "
+         "people a question describes, and broke a right answer", found_on="HaluEval tuning "
+         "items 12, 17", thresholds={"rival_frame_words": 5, "asked_words": ASKED_WORDS}),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
@@ -102,14 +107,25 @@ def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
 
 
+def asked_relation(question: str) -> set[str]:
+    """The content stems of the words just before a question's closing wh-word ("directed by
+    who?": direct); empty when the question does not end on one."""
+    found = _CLOSING_WH.search(question.strip())
+    return content_stems(found.group(1)) if found else set()
+
+
 def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
                 chosen: Candidate) -> bool:
-    """Whether the question's words stand around the chosen rival in its passage more than
-    around any statement of the short answer's own value: the rival is then what the question
-    asks for, and the answer another thing the evidence names ("written by Neil Gaiman"
-    answering "directed by who?")."""
+    """Whether the words a question ends on stand around the chosen rival in its passage more
+    than around any statement of the short answer's own value: the rival is then what the
+    question asks for, and the answer another thing the evidence names ("written by Neil
+    Gaiman" answering "directed by who?")."""
     skip = {w.lower() for w in words_of(f"{slot.text} {chosen.value}")}
-    asked = content_stems(question) - {stem(w) for w in skip}
+    asked = asked_relation(question) - {stem(w) for w in skip}
+    rival = next((s for s in evidence if s.passage == chosen.passage and
+                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    if not asked or rival is None:
+        return False
 
     def around(sentence: EvidenceSentence, start: int, end: int) -> int:
         return len(asked & _frame(sentence.text, start, end, skip, RIVAL_FRAME_WORDS))
@@ -119,9 +135,5 @@ def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
         for m in re.finditer(rf"(?<!\w){re.escape(slot.text)}(?!\w)", sentence.text,
                              re.IGNORECASE):
             own = max(own, around(sentence, m.start(), m.end()))
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
-    if rival is None:
-        return False
     at = (chosen.offset or 0) - rival.offset
     return around(rival, at, at + len(chosen.value)) > own
