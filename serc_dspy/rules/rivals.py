@@ -55,6 +55,13 @@ register(
 )
 
 
+def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
+                ) -> EvidenceSentence | None:
+    """The evidence sentence an evidence candidate was found in (None: not at hand)."""
+    return next((s for s in evidence if s.passage == candidate.passage and
+                 s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
+
+
 def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
                  subject: str = "") -> bool:
     """Whether the evidence states the fact's own value (as a value of its kind) in a sentence
@@ -75,8 +82,7 @@ def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
         return len(event & content_stems(sentence.text, subject))
 
     own_best = max((shared(s) for s in evidence if states_own(s)), default=0)
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    rival = sentence_of(chosen, evidence)
     return own_best > (shared(rival) if rival is not None else 0)
 
 
@@ -97,8 +103,7 @@ def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     (windows 3 and 5) it kept 3 of the 4 swaps that fixed a planted error and refused 21 of
     the 25 that did not. A fact whose slot has no content
     word around it, or a rival whose sentence is not at hand, is not held back."""
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    rival = sentence_of(chosen, evidence)
     skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
     own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS)
     if rival is None or not own:
@@ -122,8 +127,7 @@ def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
     Gaiman" answering "directed by who?")."""
     skip = {w.lower() for w in words_of(f"{slot.text} {chosen.value}")}
     asked = asked_relation(question) - {stem(w) for w in skip}
-    rival = next((s for s in evidence if s.passage == chosen.passage and
-                  s.offset <= (chosen.offset or 0) < s.offset + len(s.text)), None)
+    rival = sentence_of(chosen, evidence)
     if not asked or rival is None:
         return False
 

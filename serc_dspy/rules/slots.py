@@ -107,8 +107,9 @@ def _name_runs(text: str):
                 break
         yield start, end
         k = j
-_ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
-                   r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)"
+_ROLE_LEAD = r"\b(is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
+"""The words that introduce a role: a copula or "as", then an article."""
+_ROLE = re.compile(_ROLE_LEAD + r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)"
                    r"([a-z][a-z-]+(?:\s+[a-z][a-z-]+){0,2})\b")
 """A role: the noun phrase after "was a" (capitalised and -ly words before it passed over);
 its last word before a function word is the role ("an American record producer":
@@ -158,14 +159,14 @@ def spans(text: str, subject: str = "") -> list[Span]:
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
         words = []
-        for word in re.finditer(r"[a-z][a-z-]+", m.group(2)):
+        for word in re.finditer(r"[a-z][a-z-]+", m.group(3)):
             if word.group(0) in _ROLE_NOT:  # "an organist and teacher", "a pianist who"
                 break
             words.append(word)
         if not words:
             continue
-        role, at = words[-1].group(0), m.start(2) + words[-1].start()
-        if role.lower() not in _ROLE_NOT and len(role) > 3 and not role.endswith("-"):
+        role, at = words[-1].group(0), m.start(3) + words[-1].start()
+        if len(role) > 3 and not role.endswith("-"):
             add("role", at, at + len(role))
     return sorted(found, key=lambda s: s.start)
 
@@ -204,7 +205,7 @@ def preceding_word(text: str, start: int) -> str:
 def role_verb(text: str, start: int) -> str:
     """What introduces the role at `start`: "is" for a copula ("was", "became"), "as" for
     "as a ___", "" for none."""
-    verbs = re.findall(r"\b(is|was|are|were|became|become|as)\s+(?:an?|the)\s+", text[:start])
+    verbs = re.findall(_ROLE_LEAD, text[:start])
     if not verbs:
         return ""
     return "as" if verbs[-1] == "as" else "is"
