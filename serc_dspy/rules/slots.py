@@ -8,9 +8,9 @@ subject the values of the same kind that could stand in their place. The choice 
 LM's (`programs/serc/choice.py`); whether a choice may change the fact is decided there, by the
 `choose.` rules registered here.
 
-No home-made entity recogniser: names are runs of capitalised words, roles the head noun of
-the phrase after "was a"; their type is checked by the evidence sentence's topic (it must
-share the fact's event words), and the model chooses among what is left.
+No home-made entity recogniser: names are runs of capitalised words, roles the noun after "was
+a"; their type is checked by the evidence sentence's topic (it must share the fact's event
+words), and the model chooses among what is left.
 """
 
 from __future__ import annotations
@@ -107,13 +107,8 @@ def _name_runs(text: str):
                 break
         yield start, end
         k = j
-_ROLE_LEAD = r"\b(is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
-"""The words that introduce a role: a copula or "as", then an article."""
-_ROLE = re.compile(_ROLE_LEAD + r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)"
-                   r"([a-z][a-z-]+(?:\s+[a-z][a-z-]+){0,2})\b")
-"""A role: the noun phrase after "was a" (capitalised and -ly words before it passed over);
-its last word before a function word is the role ("an American record producer":
-producer; "the organist of La Trinité": organist; "an organist and teacher": organist)."""
+_ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
+                   r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)([a-z][a-z-]+)\b")
 _ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
                     "time", "year", "way", "series", "couple", "pair", "total"}
 KIND_ORDER = ("date", "year", "number", "name", "role")
@@ -158,16 +153,9 @@ def spans(text: str, subject: str = "") -> list[Span]:
             a = start + run.index(name)
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
-        words = []
-        for word in re.finditer(r"[a-z][a-z-]+", m.group(3)):
-            if word.group(0) in _ROLE_NOT:  # "an organist and teacher", "a pianist who"
-                break
-            words.append(word)
-        if not words:
-            continue
-        role, at = words[-1].group(0), m.start(3) + words[-1].start()
-        if len(role) > 3 and not role.endswith("-"):
-            add("role", at, at + len(role))
+        role = m.group(2)
+        if role.lower() not in _ROLE_NOT and len(role) > 3 and not role.endswith("-"):
+            add("role", m.start(2), m.end(2))
     return sorted(found, key=lambda s: s.start)
 
 
@@ -200,15 +188,6 @@ def preceding_word(text: str, start: int) -> str:
     while before and before[-1] in ("the", "a", "an", "and", "or"):
         before.pop()
     return before[-1] if before else ""
-
-
-def role_verb(text: str, start: int) -> str:
-    """What introduces the role at `start`: "is" for a copula ("was", "became"), "as" for
-    "as a ___", "" for none."""
-    verbs = re.findall(_ROLE_LEAD, text[:start])
-    if not verbs:
-        return ""
-    return "as" if verbs[-1] == "as" else "is"
 
 
 def blank_in(text: str, value: str) -> str | None:
@@ -317,12 +296,10 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
     the fact's event (most shared event words first; one shared word at least), each once by
     its normal form, then "not stated"; at most `MAX_CANDIDATES`.
 
-    A name is offered only in the slot's frame, the word before it in the draft (`frame`,
-    `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre Curie"; a
-    person is never offered for a field. A role's frame is its verb: a copula ("was the ___
-    of", "became an ___") or "as" ("as a child" is no role for "was a criminal"); and the
-    subject's own names are never a rival ("Beenie Man" for his birth name "Moses Anthony
-    Davis")."""
+    A name or role is offered only in the slot's frame, the word before it in the draft
+    (`frame`, `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre
+    Curie"; a person is never offered for a field; and the subject's own names are never a
+    rival ("Beenie Man" for his birth name "Moses Anthony Davis")."""
     rest = (fact[:slot.start] + " " + fact[slot.start + len(slot.text):])
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
     in_fact = normalise(fact, fold=True)
@@ -342,11 +319,7 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
             return False
         if slot.kind not in ("name", "role"):
             return True
-        if slot.kind == "role":
-            in_frame = role_verb(sentence.text, span.start) == role_verb(fact, slot.start)
-        else:
-            in_frame = frame is None or preceding_word(sentence.text, span.start) == frame
-        return in_frame and \
+        return (frame is None or preceding_word(sentence.text, span.start) == frame) and \
             not own_words & content_stems(value) and normalise(value, fold=True) not in in_fact
 
     return _offer(slot, about, fits, subject=subject)

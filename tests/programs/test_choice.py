@@ -400,31 +400,6 @@ def test_a_short_answers_slot_is_the_value_that_answers_the_question(question, d
         assert comparison_options(question) == ["Hole", "The Wolfhounds"]
 
 
-def test_a_role_is_the_head_of_its_noun_phrase_and_any_role_verb_frames_it():
-    roles = [s.text for t in ("Bernard Edwards Jr. is an American record producer.",
-                              "He was the organist of La Trinité.",
-                              "He became an organist and teacher in Boulogne.",
-                              "He returned as an official staff producer where he worked.")
-             for s in spans(t) if s.kind == "role"]
-    assert roles == ["producer", "organist", "organist", "producer"]
-    assert not [s for s in spans("He was a member of the band.") if s.kind == "role"]
-    fact = "Guilmant was the painter of La Trinité."
-    role = next(s for s in find_slots(fact, fact, "Guilmant") if s.kind == "role")
-    evidence = about_subject([Passage(text="Guilmant became an organist at La Trinité.")],
-                             "Guilmant")
-    # "became an ___" frames a role as "was the ___" does: the preceding word is no test
-    assert [c.value for c in collect_candidates(role, fact, evidence, "Guilmant",
-                                                frame="was")] == \
-        ["painter", "organist", "not stated"]
-    # but "as a child" is no role for "was a criminal"
-    fact = "Wong Swee Chin was a Malaysian criminal and gangster."
-    role = next(s for s in find_slots(fact, fact, "Botak Chin") if s.kind == "role")
-    evidence = about_subject([Passage(text="Wong Swee Chin lived in Kuala Lumpur as a child "
-                                           "near the railway.")], "Wong Swee Chin")
-    assert [c.value for c in collect_candidates(role, fact, evidence, "Botak Chin")] == \
-        ["criminal", "not stated"]
-
-
 def test_the_subjects_own_name_is_never_a_rival_for_another_of_its_names():
     fact = "Moses Anthony Davis was born in Kingston."
     evidence = about_subject([Passage(text="Beenie Man was born in Kingston as Moses "
