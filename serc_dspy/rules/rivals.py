@@ -41,7 +41,8 @@ register(
          "names: `choose.own_stated` alone held back every such fix, the model's right choice "
          "included; the whole question's words, tried first, also stand around the other "
          "people a question describes, and broke a right answer", found_on="HaluEval tuning "
-         "items 12, 17", thresholds={"rival_frame_words": 5, "asked_words": ASKED_WORDS}),
+         "items 12, 17", thresholds={"rival_frame_words": RIVAL_FRAME_WORDS,
+                                           "asked_words": ASKED_WORDS}),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
