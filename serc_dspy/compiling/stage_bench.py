@@ -320,13 +320,14 @@ def _pair_votes(serc, example: dspy.Example, need: set[str]) -> dict[str, str | 
 
 def _choice_verdict(serc, example: dspy.Example) -> str:
     """The pair's verdict as `verdicts="choose"` decides it: the slot choices, or the sentence
-    choice, whose "opposite" stands only when a second JudgeFact agrees (as
-    `agree.contradiction` holds it in a run); unverified or disputed is NOT_FOUND."""
-    chosen = serc.choice(subject=opening_name(example.claim), claim=example.claim,
-                         passages=[example.evidence])
+    choice; a contradiction with no correction (a sentence choice's "opposite", a rejected
+    slot) stands only when a second JudgeFact agrees (as `agree.contradiction` holds it in a
+    run); unverified or disputed is NOT_FOUND. The claim comes without a
+    subject: the chooser stands in the name it opens with."""
+    chosen = serc.choice(subject="", claim=example.claim, passages=[example.evidence])
     if chosen.verdict is None:
         raise RuntimeError("every choice call failed")
-    if chosen.verdict == "CONTRADICTED" and chosen.slots[0].kind == "sentence":
+    if chosen.verdict == "CONTRADICTED" and chosen.correction is None:
         second = serc.single_verifier(evidence=example.evidence, claim=example.claim).verdict
         return "CONTRADICTED" if second == "CONTRADICTED" else "NOT_FOUND"
     return chosen.verdict

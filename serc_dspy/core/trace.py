@@ -95,7 +95,9 @@ class Slot(BaseModel):
 
     `choices` holds the value chosen in each option order (None for an unusable reply);
     `ruling` is the decision: the fact's own value chosen both times (`supported`), the same
-    other candidate both times (`contradicted`, `chosen` is that value), else `unverified`."""
+    other candidate both times (`contradicted`, `chosen` is that value), a different other
+    value each time while no passage states its own (`rejected`: no correction), else
+    `unverified`."""
 
     kind: Literal["date", "year", "number", "name", "role", "sentence"]
     text: str
@@ -103,7 +105,7 @@ class Slot(BaseModel):
     """Character offset of the slot's text in the fact."""
     candidates: list[Candidate] = Field(default_factory=list)
     choices: list[str | None] = Field(default_factory=list)
-    ruling: Literal["supported", "contradicted", "unverified"] = "unverified"
+    ruling: Literal["supported", "contradicted", "rejected", "unverified"] = "unverified"
     chosen: str | None = None
     note: str = ""
 

@@ -50,6 +50,13 @@ register(
          "stated\", leaves the fact unverified and in the draft's words: it is never removed "
          "on such a choice", "SERC removed 13 of 22 false claims and a quarter of the true ones "
          "on Factcheck-Bench's report split"),
+    Rule("choose.rejected", "a slot whose own value, stated by no passage, was passed over in "
+         "both option orders for a different evidence value each time makes the fact "
+         "CONTRADICTED with no correction: one signal, which `agree.contradiction` holds to a "
+         "second vote (alone, the fact is disputed and kept)", "\"4.5 billion parameters\" "
+         "against \"7 billion to 65 billion\": the model refused the claim's value in both "
+         "orders yet split between the two rivals, and the claim was left unverified",
+         found_on="the tuning stance pairs (train 1-12, dev 1-42)"),
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option, with no "
          "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "

@@ -188,6 +188,23 @@ def test_the_choice_alone_as_a_module():
     assert result.correction == "Marie Curie died in 1934."
 
 
+def test_a_claim_without_a_subject_reads_every_sentence_when_its_first_word_names_nothing():
+    """A claim's capitalised first word stands in for its subject; "Compressed" is no name,
+    and as one it hid the sentence that states the claim's 21%."""
+    lm, _ = scripted_lm(handlers())
+    passages = ["Divers breathe air, which holds 21% oxygen."]
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = SlotChooser()(subject="", claim="Compressed air holds 21% oxygen.",
+                               passages=passages)
+        named = SlotChooser()(subject="", claim="Marie Curie died in 1934.",
+                              passages=["Two divers died in 1911.", "Pierre Curie died in 1906."])
+    assert result.verdict == "SUPPORTED" and result.slots[0].text == "21%"
+    # a stand-in the passages do name still keeps the evidence to its sentences
+    year = next(s for s in named.slots if s.kind == "year")
+    assert [c.value for c in year.candidates] == ["1934", "1906", "not stated"]
+    assert result.trace.ruled("choose.uncontested")
+
+
 # -- the deterministic half -------------------------------------------------------------------
 def test_slots_are_the_facts_details_that_stand_once_in_the_sentence():
     fact = "Marie Curie was born on 7 November 1867 in Kraków"

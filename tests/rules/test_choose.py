@@ -2,13 +2,13 @@
 firing and staying quiet (the scenarios are `tests/programs/test_choice.py`'s)."""
 
 import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
-from test_choice import CORPUS, DRAFT, FACTS, READS, _decode, decode, reads_evidence
+from test_choice import CORPUS, DRAFT, FACTS, QUESTION, READS, _decode, decode, reads_evidence
 
 from serc_dspy import LocalCorpus
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
-         "choose.same_frame", "choose.asked_frame"}
+         "choose.same_frame", "choose.asked_frame", "choose.rejected"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -177,3 +177,50 @@ def test_a_stated_short_answer_yields_to_a_rival_the_questions_words_stand_aroun
     # "born in Warsaw": the question's words stand around the answer as much as the rival
     kept, _ = short("Where was Marie Curie born?", "Warsaw", pick("Maria Skłodowska"))
     assert kept.answer == "Warsaw" and not kept.trace.ruled("choose.asked_frame")
+
+
+def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_a_second():
+    """The tuning stance pairs' "4.5 billion parameters" against "7 billion to 65 billion":
+    the claim's value refused in both orders, for a different rival each time."""
+    import dspy
+    from scripted import scripted_lm
+    from test_serc import handlers
+
+    from serc_dspy import SERC, StrictJSONAdapter
+
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie died in 1934 of aplastic anaemia. "
+                                              "Reports in 1935 said she died of aplastic "
+                                              "anaemia."})
+    draft = "Marie Curie was a physicist. She died in 1944 of aplastic anaemia."
+    died = "Marie Curie died in 1944 of aplastic anaemia."
+
+    def rival(inputs):  # the first value that is neither the claim's nor "not stated"
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next(letter for letter, value in options
+                               if value not in ("1944", "not stated"))}
+
+    def run(second, **rules):
+        lm, engine = scripted_lm(handlers(AtomicFacts=lambda i: {"facts": [
+                                              died if "died" in i["sentence"] else
+                                              i["sentence"]]},
+                                          ChooseValue=rival,
+                                          JudgeFact=lambda i: {"verdict": second}))
+        program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
+                       queries="facts", reconstruct="minimal", firewall=False, rules=rules)
+        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+            return program(question=QUESTION, draft=draft), engine
+
+    alone, engine = run("NOT_FOUND")
+    fact = alone.trace.fact("f1.0")
+    assert alone.trace.ruled("choose.rejected", "f1.0")
+    assert [s.ruling for s in fact.slots if s.kind == "year"] == ["rejected"]
+    # one signal: the second vote was asked, disagreed, and the fact stays in the draft's words
+    assert len(engine.of("JudgeFact")) == 1 and fact.status == "disputed"
+    assert alone.trace.ruled("agree.contradiction", "f1.0") and alone.answer == draft
+    agreed, _ = run("CONTRADICTED")
+    assert agreed.trace.fact("f1.0").verdict == "CONTRADICTED"
+    assert not agreed.trace.ruled("agree.contradiction", "f1.0")
+    off, _ = run("CONTRADICTED", **{"choose.rejected": False})
+    assert not off.trace.ruled("choose.rejected") and off.answer == draft
+    assert off.trace.fact("f1.0").status == "unverified"

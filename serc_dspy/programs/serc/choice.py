@@ -122,8 +122,13 @@ class SlotChooser(Stage):
         for fact in facts:
             # the subject's name, else (no firewall: the subject is the question) the name
             # the fact opens with
-            name = subject_name(run.trace.subject) or opening_name(fact.text)
-            evidence = about_subject(passages, name)
+            name = subject_name(run.trace.subject)
+            evidence = about_subject(passages, name or opening_name(fact.text))
+            if not name:
+                name = opening_name(fact.text)
+                # a claim's capitalised first word is often no name ("Compressed air ...",
+                # "Firms advertise ..."): named by no passage, it filters no evidence out
+                evidence = evidence or about_subject(passages, "")
             about = focus(evidence, fact.text, name)
             text = "\n".join(s.text for s in about)
             sentence = run.trace.sentences[fact.sentence].text \
@@ -255,6 +260,11 @@ class SlotChooser(Stage):
                              detail=slot.note)
             else:
                 slot.note = "not stated, in both orders"
+        elif not short and not own_stated and first not in (None, own, NOT_STATED) and \
+                second not in (None, own, NOT_STATED) and run.on("choose.rejected"):
+            slot.ruling = "rejected"
+            slot.note = f"its value was passed over in both orders, for {first!r} and " \
+                        f"{second!r}, and no passage states it"
         else:
             slot.note = f"the two orders disagree ({first!r}, {second!r})"
 
@@ -336,6 +346,16 @@ class SlotChooser(Stage):
             run.rule("choose.swap", fact.id, before=slot.text, after=slot.chosen,
                      detail=f"{slot.kind} slot: chosen in both option orders, found in the "
                             "evidence")
+            return
+        rejected = [s for s in fact.slots if s.ruling == "rejected"]
+        if rejected:
+            # one CONTRADICTED signal with no correction, as a sentence choice's "opposite":
+            # `agree.contradiction` holds it to a second vote, and alone it leaves the fact
+            # disputed, in the draft's words
+            fact.settle("choose.rejected", verdict="CONTRADICTED", model=True)
+            fact.votes["choice"] = "CONTRADICTED"
+            run.rule("choose.rejected", fact.id, after="CONTRADICTED", detail="; ".join(
+                f"{s.text!r}: {s.note}" for s in rejected))
             return
         if all(s.ruling == "supported" for s in fact.slots):
             fact.settle("choose.supported", verdict="SUPPORTED", model=True)
