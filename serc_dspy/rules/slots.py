@@ -52,11 +52,14 @@ register(
          "on Factcheck-Bench's report split"),
     Rule("choose.rejected", "a slot whose own value, stated by no passage, was passed over in "
          "both option orders for a different evidence value each time makes the fact "
-         "CONTRADICTED with no correction: one signal, which `agree.contradiction` holds to a "
-         "second vote (alone, the fact is disputed and kept)", "\"4.5 billion parameters\" "
+         "CONTRADICTED: one signal, which `agree.contradiction` holds to a second vote; "
+         "confirmed or not, the fact is disputed and kept in the draft's words, since no "
+         "value of the evidence fits to correct it with", "\"4.5 billion parameters\" "
          "against \"7 billion to 65 billion\": the model refused the claim's value in both "
-         "orders yet split between the two rivals, and the claim was left unverified",
-         found_on="the tuning stance pairs (train 1-12, dev 1-42)"),
+         "orders yet split between the two rivals, and the claim was left unverified; a "
+         "rewrite of a confirmed one invented a value (\"three separate tenures\" became "
+         "\"four\")", found_on="the tuning stance pairs (train 1-12, dev 1-42); the tuning "
+         "split's K = 2 drafts"),
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option, with no "
          "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "

@@ -218,9 +218,16 @@ def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_
     # one signal: the second vote was asked, disagreed, and the fact stays in the draft's words
     assert len(engine.of("JudgeFact")) == 1 and fact.status == "disputed"
     assert alone.trace.ruled("agree.contradiction", "f1.0") and alone.answer == draft
-    agreed, _ = run("CONTRADICTED")
-    assert agreed.trace.fact("f1.0").verdict == "CONTRADICTED"
+    # confirmed by the second vote, it is CONTRADICTED, yet no value of the evidence fits:
+    # no corrector or rewriter invents one, and the fact is kept as disputed
+    agreed, engine = run("CONTRADICTED")
+    fact = agreed.trace.fact("f1.0")
+    assert fact.verdict == "CONTRADICTED" and fact.status == "disputed"
     assert not agreed.trace.ruled("agree.contradiction", "f1.0")
+    assert [r.after for r in agreed.trace.rulings if r.rule == "choose.rejected"] == \
+        ["CONTRADICTED", "disputed"]
+    assert agreed.answer == draft
+    assert not engine.of("CorrectFacts") and not engine.of("RewriteSentence")
     off, _ = run("CONTRADICTED", **{"choose.rejected": False})
     assert not off.trace.ruled("choose.rejected") and off.answer == draft
     assert off.trace.fact("f1.0").status == "unverified"

@@ -411,6 +411,13 @@ class CheckNodes(Stage):
                 run.rule("agree.contradiction", fact.id, before="CONTRADICTED",
                          after="disputed", detail="signals: " + ", ".join(
                              f"{k} {v}" for k, v in fact.votes.items()))
+            elif run.trace.ruled("choose.rejected", fact.id):
+                # confirmed, yet no value of the evidence fits the slot: a rewrite would have
+                # to invent one ("three separate tenures" became "four" on the tuning split)
+                fact.settle("choose.rejected", status="disputed")
+                run.rule("choose.rejected", fact.id, before="CONTRADICTED", after="disputed",
+                         detail="a second vote agrees, but no value of the evidence fits: "
+                                "kept in the draft's words")
 
     async def check_verdicts(self, run: Run, evidence: str, facts: list[Fact]) -> list[str]:
         claims = [f.text for f in facts]
