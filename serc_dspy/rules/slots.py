@@ -58,8 +58,11 @@ register(
          "against \"7 billion to 65 billion\": the model refused the claim's value in both "
          "orders yet split between the two rivals, and the claim was left unverified; a "
          "rewrite of a confirmed one invented a value (\"three separate tenures\" became "
-         "\"four\")", found_on="the tuning stance pairs (train 1-12, dev 1-42); the tuning "
-         "split's K = 2 drafts"),
+         "\"four\"); off by default: on bios it fired on true facts (its one firing on the "
+         "tuning split; 4 facts of the report split's clean drafts, 3 of them confirmed by the "
+         "second vote), and the report stance pairs gained nothing",
+         found_on="the tuning stance pairs (train 1-12, dev 1-42); the tuning split's K = 2 "
+         "drafts", default=False),
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option, with no "
          "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "

@@ -207,7 +207,8 @@ def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_
                                           ChooseValue=rival,
                                           JudgeFact=lambda i: {"verdict": second}))
         program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
-                       queries="facts", reconstruct="minimal", firewall=False, rules=rules)
+                       queries="facts", reconstruct="minimal", firewall=False,
+                       rules={"choose.rejected": True, **rules})  # off by default
         with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
             return program(question=QUESTION, draft=draft), engine
 
@@ -228,6 +229,6 @@ def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_
         ["CONTRADICTED", "disputed"]
     assert agreed.answer == draft
     assert not engine.of("CorrectFacts") and not engine.of("RewriteSentence")
-    off, _ = run("CONTRADICTED", **{"choose.rejected": False})
+    off, engine = run("CONTRADICTED", **{"choose.rejected": False})
     assert not off.trace.ruled("choose.rejected") and off.answer == draft
-    assert off.trace.fact("f1.0").status == "unverified"
+    assert off.trace.fact("f1.0").status == "unverified" and not engine.of("JudgeFact")
