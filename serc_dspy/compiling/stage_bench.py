@@ -322,8 +322,8 @@ def _choice_verdict(serc, example: dspy.Example) -> str:
     """The pair's verdict as `verdicts="choose"` decides it: the slot choices, or the sentence
     choice; a contradiction with no correction (a sentence choice's "opposite", a rejected
     slot) stands only when a second JudgeFact agrees (as `agree.contradiction` holds it in a
-    run); unverified or disputed is NOT_FOUND. The claim comes without a
-    subject: the chooser stands in the name it opens with."""
+    run); unverified or disputed is NOT_FOUND. The claim comes without a subject: the chooser
+    stands in the name it opens with."""
     chosen = serc.choice(subject="", claim=example.claim, passages=[example.evidence])
     if chosen.verdict is None:
         raise RuntimeError("every choice call failed")

@@ -349,9 +349,8 @@ class SlotChooser(Stage):
             return
         rejected = [s for s in fact.slots if s.ruling == "rejected"]
         if rejected:
-            # one CONTRADICTED signal with no correction, as a sentence choice's "opposite":
-            # `agree.contradiction` holds it to a second vote, and alone it leaves the fact
-            # disputed, in the draft's words
+            # one CONTRADICTED signal with no correction: `agree.contradiction` holds it to a
+            # second vote, and confirmed or not the fact stays in the draft's words
             fact.settle("choose.rejected", verdict="CONTRADICTED", model=True)
             fact.votes["choice"] = "CONTRADICTED"
             run.rule("choose.rejected", fact.id, after="CONTRADICTED", detail="; ".join(
