@@ -50,6 +50,15 @@ register(
          "a caller's short answer was replaced by a refusal after the judge took the "
          "passages' entity for another", english_only=True,
          found_on="HaluEval tuning item 14"),
+    Rule("firewall.asked_answer", "a long answer (at least `min_sentences` sentences) to a "
+         "question that asks for an entity it does not name (\"Who was the general chair of "
+         "...?\", \"What is the most expensive restaurant in ...?\") passes: its entity is "
+         "the value asked for, and evidence about another candidate is a contradiction for the "
+         "check nodes, not a different subject", "on Factcheck-Bench the firewall reset three "
+         "tuning answers whose evidence was about a rival candidate (Geranium and Noma), "
+         "throwing every claim of each away; on the report split the 4 reset answers held all "
+         "13 true claims SERC lost", english_only=True, thresholds={"min_sentences": 3},
+         found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",
@@ -59,6 +68,10 @@ register(
 
 SHORT_FORM_MIN = 3
 """Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
+ASKED_ANSWER_MIN_SENTENCES = 3
+"""Sentences an answer must have for `firewall.asked_answer`: a reset throws all of them away,
+while a one-sentence answer's reset replaces one claim (and fixed most of HaluEval's tuning
+answers it fired on)."""
 
 
 def same_name(first: str, second: str, rules: RuleSet | None = None,
@@ -127,6 +140,16 @@ def mentions(text: str, name: str, rules: RuleSet | None = None,
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]+")
+
+
+_ASKS_FOR_ENTITY = re.compile(r"^\s*(?:who|whom|which|what)\b", re.IGNORECASE)
+
+
+def asks_for_answer_entity(question: str, answer_name: str) -> bool:
+    """Whether a question asks for the entity an answer names ("Who was the general chair of
+    COLING 2020?" answered "Dan Jurafsky"): a wh-question that does not itself name it."""
+    return bool(_ASKS_FOR_ENTITY.match(question or "")) and \
+        not names_in(question, answer_name)
 
 
 def names_a_subject(question: str) -> bool:

@@ -124,6 +124,9 @@ _ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
                    r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)([a-z][a-z-]+)\b")
 _ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
                     "time", "year", "way", "series", "couple", "pair", "total"}
+ROLE_WORDS = 3
+"""Lower-case words a role phrase may run to before its head noun ("a French film director")."""
+_LOWER_WORD = re.compile(r" ([a-z][a-z-]+)\b")
 KIND_ORDER = ("date", "year", "number", "name", "role")
 _SENTENCE_STARTERS = frozenset("""born died founded located based released published married
 formed created established written directed produced raised educated elected appointed""".split())
@@ -157,6 +160,8 @@ def spans(text: str, subject: str = "") -> list[Span]:
     for m in _YEAR.finditer(text):
         add("year", m.start(1), m.end(1))
     for m in _NUMBER.finditer(text):
+        if not _counts_something(text, m):
+            continue
         add("number", m.start(), m.end())
     subject_words = {w.lower() for w in words_of(subject) if w.lower() not in STOP}
     for start, end in _name_runs(text):
@@ -166,10 +171,34 @@ def spans(text: str, subject: str = "") -> list[Span]:
             a = start + run.index(name)
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
-        role = m.group(2)
+        start, end = _role_head(text, m.start(2), m.end(2))
+        role = text[start:end]
         if role.lower() not in _ROLE_NOT and len(role) > 3 and not role.endswith("-"):
-            add("role", m.start(2), m.end(2))
+            add("role", start, end)
     return sorted(found, key=lambda s: s.start)
+
+
+def _counts_something(text: str, number: re.Match[str]) -> bool:
+    """A number that states a quantity: not a capitalised word of a title ("Square One"),
+    nor a list marker ("1." opening a line). A Factcheck-Bench tuning answer had "Square One"
+    swapped to "Square 24" and a list's "1." to "three"."""
+    value = number.group(0)
+    if value[0].isupper():
+        return False
+    line = text[:number.start()].rsplit("\n", 1)[-1]
+    return not (not line.strip() and text[number.end():number.end() + 1] in (".", ")"))
+
+
+def _role_head(text: str, start: int, end: int) -> tuple[int, int]:
+    """The noun a role phrase ends in: "was a prominent figure" is a figure, "a software
+    engineer" an engineer (taking the first word made "prominent" and "software" slots, and
+    a Factcheck-Bench tuning answer's "prominent" was swapped for "dazzling")."""
+    for _ in range(ROLE_WORDS - 1):
+        following = _LOWER_WORD.match(text, end)
+        if not following or following.group(1).lower() in STOP:
+            break
+        start, end = following.start(1), following.end(1)
+    return start, end
 
 
 def _trim_name(name: str, subject_words: set[str]) -> str:

@@ -217,6 +217,21 @@ def test_slots_are_the_facts_details_that_stand_once_in_the_sentence():
         ["Kraków"]
 
 
+def test_a_role_is_its_head_noun_and_a_title_or_list_marker_is_no_number():
+    # Factcheck-Bench tuning answers: "prominent" was swapped for "dazzling", "Square One" for
+    # "Square 24", and a list's "1." for "three"
+    def texts(text):
+        return [(s.kind, s.text) for s in spans(text)]
+
+    assert ("role", "figure") in texts("He was a prominent figure in music.")
+    assert ("role", "engineer") in texts("She is a software engineer at a bank.")
+    assert ("role", "painter") in texts("He was a French painter and sculptor.")
+    assert not any(k == "number" for k, _ in texts("The show Square One aired."))
+    assert not any(k == "number" for k, _ in texts("Cities:\n1. Paris is large."))
+    assert ("number", "three") in texts("He had three sons.")
+    assert ("number", "38") in texts("It has 38 chromosomes.")
+
+
 def test_normal_forms_make_one_value_of_its_spellings():
     assert normal_form("date", "7 November 1867") == normal_form("date", "November 7, 1867")
     assert normal_form("number", "three") == normal_form("number", "3")

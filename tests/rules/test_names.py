@@ -5,11 +5,11 @@ from scripted import entity
 
 from serc_dspy import SERC, LocalCorpus
 from serc_dspy.rules import RuleSet
-from serc_dspy.rules.names import mentions, same_name
+from serc_dspy.rules.names import asks_for_answer_entity, mentions, same_name
 
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
          "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
-         "firewall.evidence_in_answer", "firewall.refused_reset"}
+         "firewall.evidence_in_answer", "firewall.refused_reset", "firewall.asked_answer"}
 QUIET = set(FIRES)
 
 
@@ -149,3 +149,35 @@ def test_a_reset_whose_grounded_answer_refuses_keeps_the_answer_it_would_replace
         not off.ruled("firewall.refused_reset")
     assert not run(EvidenceEntity=mismatch["EvidenceEntity"],
                    SameEntity=mismatch["SameEntity"]).ruled("firewall.refused_reset")
+
+
+COLING = ("The general chair of COLING 2020 was Dan Jurafsky. He is a professor of linguistics "
+          "at Stanford University. He has written a textbook on speech and language processing.")
+COLING_CORPUS = {"c.txt": "Xiaodan Zhu was a co-chair at COLING 2020, the 28th International "
+                          "Conference on Computational Linguistics, held online."}
+
+
+def _coling(draft=COLING, **rules):
+    return run(draft=draft, question="Who was the general chair of COLING 2020?",
+               program=SERC(retriever=LocalCorpus.from_texts(COLING_CORPUS), rules=rules),
+               QueryEntity=lambda i: entity("General Chair", "COLING 2020"),
+               AnswerEntity=lambda i: entity("Dan Jurafsky", "professor"),
+               EvidenceEntity=lambda i: entity("Xiaodan Zhu", "co-chair"),
+               SameEntity=lambda i: {"analysis": "", "same": "NO"},
+               GroundedAnswer=lambda i: {"answer": "Xiaodan Zhu."})
+
+
+def test_a_long_answer_naming_the_asked_for_entity_is_not_reset_for_a_rival():
+    # the case that motivated it: Factcheck-Bench tuning item 14, whose evidence was about
+    # another chair; the reset threw every claim of the answer away
+    assert asks_for_answer_entity("Who was the general chair of COLING 2020?", "Dan Jurafsky")
+    assert not asks_for_answer_entity("Tell me a bio of Dan Jurafsky.", "Dan Jurafsky")
+    assert not asks_for_answer_entity("Who is Dan Jurafsky?", "Dan Jurafsky")
+    trace = _coling()
+    assert trace.ruled("firewall.asked_answer", "firewall") and not trace.firewall.reset
+    assert trace.received == COLING and "Xiaodan Zhu" in trace.firewall.decision
+    off = _coling(**{"firewall.asked_answer": False})
+    assert off.firewall.reset and not off.ruled("firewall.asked_answer")
+    short = _coling(draft="The general chair of COLING 2020 was Dan Jurafsky.")
+    assert short.firewall.reset and not short.ruled("firewall.asked_answer")
+    assert not run().ruled("firewall.asked_answer")  # a bio question names its subject

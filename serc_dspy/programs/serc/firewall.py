@@ -8,11 +8,18 @@ from typing import Any, ClassVar
 import dspy
 
 from serc_dspy.core.entities import Descriptor, more_specific
-from serc_dspy.core.text import is_refusal
+from serc_dspy.core.text import is_refusal, split_sentences
 from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
-from serc_dspy.rules.names import mentions, names_a_subject, names_in, same_name
+from serc_dspy.rules.names import (
+    ASKED_ANSWER_MIN_SENTENCES,
+    asks_for_answer_entity,
+    mentions,
+    names_a_subject,
+    names_in,
+    same_name,
+)
 from serc_dspy.runtime.steps import Run, StepSpec, gather
 from serc_dspy.signatures import (
     AnswerEntity,
@@ -151,6 +158,15 @@ class EntityFirewall(Stage):
             firewall.decision = (f"passed: the answer itself names the evidence's entity "
                                  f"({evidence.name})")
             run.rule("firewall.evidence_in_answer", "firewall", detail=f"{evidence}")
+            return
+
+        if run.on("firewall.asked_answer") and answer.usable and \
+                asks_for_answer_entity(question, answer.name) and \
+                len(split_sentences(trace.received)) >= ASKED_ANSWER_MIN_SENTENCES:
+            firewall.decision = (f"passed: the answer's entity ({answer.name}) is what the "
+                                 "question asks for; the check nodes test it against the "
+                                 f"evidence's ({evidence.name})")
+            run.rule("firewall.asked_answer", "firewall", detail=f"{answer} / {evidence}")
             return
 
         def judge_failed(error: str) -> None:
