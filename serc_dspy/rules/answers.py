@@ -20,18 +20,57 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
+from serc_dspy.rules.words import STOP, content_stems
 
 _COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                          r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
 QUESTION_KINDS = ("comparison", "yes/no", "date", "number", "place", "person", "other")
+HEAD_WORDS = 7
+"""Words after "what"/"which" searched for the asked type ("Which 1999 French Open - Women's
+Doubles runner-up")."""
 SHORT_PHRASE_WORDS = 6
 """A short draft sentence of at most this many words is one value ("Mike's Gym in Oostzaan")."""
+
+
+_PERSON_NOUNS = frozenset("""actor actress author writer novelist poet playwright singer songwriter
+singer-songwriter musician rapper vocalist guitarist drummer composer player footballer coach
+director filmmaker producer screenwriter politician president king queen prince princess person
+man woman artist painter sculptor comedian journalist scientist physicist chemist founder
+entrepreneur businessman runner-up winner champion wrestler boxer driver manager architect
+philosopher economist""".split())
+_PLACE_NOUNS = frozenset("""state county city country town village region province island
+continent capital district borough suburb neighborhood neighbourhood""".split())
+_TITLED_NOUNS = frozenset("""county book university college school river island award prize
+street park bridge hospital church cathedral stadium airport lake mountain castle palace
+museum festival cup trophy party academy institute league tower""".split())
+"""Type words that close a name of their type ("Ulster County", "Exeter Book")."""
+
+def head_noun(question: str) -> str:
+    """The type word a "what"/"which" question asks for: the last type word (a person's, a
+    place's or a titled kind's) of the words that follow it up to a function word or a
+    comma ("What American country music singer-songwriter, born ..." -> "singer-songwriter",
+    "... in which New York county?" -> "county"); "" when none names a type ("Which
+    organization presents the award?": "award" is not what is asked)."""
+    for m in re.finditer(r"\b(?:what|which)\s+([^,;:?.()]*)", question, re.IGNORECASE):
+        found = ""
+        for word in m.group(1).split()[:HEAD_WORDS]:
+            word = word.lower()
+            if word in STOP:
+                break
+            for form in (word, word[:-1] if word.endswith("s") else word):
+                if form in _PERSON_NOUNS or form in _PLACE_NOUNS or form in _TITLED_NOUNS:
+                    found = form
+                    break
+        if found:
+            return found
+    return ""
 
 
 def question_kind(question: str) -> str:
     """What kind of value answers a question, from its words: a comparison between two
     named options ("... first, A or B?", "Are both ...?"), a date, a number, a place, a
-    person, else other."""
+    person (also "What author ...", "Which state ...": the type word the question asks
+    for), else other."""
     q = " ".join(question.split()).lower()
     if " or " in q and _COMPARISON.search(q):
         return "comparison"
@@ -49,7 +88,24 @@ def question_kind(question: str) -> str:
         return "place"
     if re.match(r"^(?:who|whom|whose)\b", q) or re.search(r"\bby whom\b|\b(?:by )?who\?$", q):
         return "person"
+    noun = head_noun(question)
+    if noun in _PERSON_NOUNS:
+        return "person"
+    if noun in _PLACE_NOUNS:
+        return "place"
     return "other"
+
+
+def titled(question: str) -> str:
+    """The type word that closes the asked-for name ("What book ..." -> "book": the answer
+    is an "... Book"), or ""."""
+    noun = head_noun(question)
+    return noun if noun in _TITLED_NOUNS else ""
+
+
+def closes_with(value: str, noun: str) -> bool:
+    words = value.split()
+    return len(words) > 1 and words[-1].lower().rstrip("s") == noun
 
 
 def comparison_options(question: str) -> list[str]:
@@ -72,7 +128,7 @@ def comparison_options(question: str) -> list[str]:
     return options if all(options) and options[0].lower() != options[1].lower() else []
 
 
-def answer_slots(question: str, sentence: str) -> list[Slot]:
+def answer_slots(question: str, sentence: str, typed: bool = True) -> list[Slot]:
     """A short draft's slot: the detail of the question's kind in the draft ("Warsaw. Born
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
     itself, without its final stop."""
@@ -85,9 +141,15 @@ def answer_slots(question: str, sentence: str) -> list[Slot]:
                 return [Slot(kind="name", text=option, start=sentence.find(option))]
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
+    noun = titled(question) if typed else ""
+    closing = answer_spans(question, sentence, lambda s: s.kind == "name" and
+                           closes_with(s.text, noun)) if noun else []
+    if closing:  # "What book ...?" answered "... the Canterbury Book": the "... Book"
+        return [Slot(kind="name", text=closing[0].text, start=closing[0].start)]
     found = answer_spans(question, sentence, lambda s: s.kind in wanted)
     whole = sentence.strip().rstrip(".!")
-    if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS):
+    if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
+                  _restates(question, sentence)):
         return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
     other = answer_spans(question, sentence, lambda s: True)
     if not found and other:  # "Born 1868." answering where and when: its detail is the year
@@ -111,14 +173,22 @@ def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
     return sorted(found, key=lambda s: _quoted(sentence, s))
 
 
+def _restates(question: str, sentence: str) -> bool:
+    """Whether a short draft restates a name of the question ("Dysteleology is associated
+    with Orwell."): a sentence around its answer, not one value."""
+    asked = f" {normalise(question, fold=True)} "
+    return any(f" {normalise(s.text, fold=True)} " in asked for s in spans(sentence)
+               if s.kind == "name")
+
+
 def _quoted(sentence: str, span: Span) -> bool:
     before, after = sentence[:span.start], sentence[span.start + len(span.text):]
     return before.rstrip()[-1:] in "\"“'‘" and bool(before.strip()) and \
         after.lstrip()[:1] in "\"”'’"
 
 
-def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence]
-                      ) -> list[Candidate]:
+def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],
+                      typed: bool = True) -> list[Candidate]:
     """A short answer's options: for a comparison, the two options the question names (each
     must stand in the evidence); otherwise the values of the slot's kind in the evidence
     sentences that share most words with the question; then "not stated"."""
@@ -138,8 +208,21 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         options.append(Candidate(value=NOT_STATED, origin="none"))
         return options
     in_question = normalise(question, fold=True)
-    return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES),
-                  lambda sentence, span, value: normalise(value, fold=True) not in in_question)
+
+    def new_value(sentence, span, value) -> bool:
+        return normalise(value, fold=True) not in in_question
+
+    noun = titled(question) if typed else ""
+    if noun and slot.kind == "name":
+        # the asked type closes its names: only "... County"s answer "which county?", and
+        # they are sought through every evidence sentence, the likeliest first
+        words = content_stems(question)
+        ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
+        typed = _offer(slot, ranked, lambda sentence, span, value: new_value(
+            sentence, span, value) and closes_with(value, noun))
+        if any(c.origin == "evidence" for c in typed):
+            return typed
+    return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES), new_value)
 
 
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)

@@ -68,6 +68,13 @@ register(
          "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "
          "3 of 4 right comparison answers of HaluEval's tuning split for the wrong option",
          found_on="HaluEval tuning items 1, 6, 9"),
+    Rule("choose.asked_type", "a short answer to a question whose type word closes the "
+         "names of its type (\"What book ...?\", \"... in which New York county?\") is "
+         "the draft's name that ends in that word, where it has one, and its options are the "
+         "evidence's names that end in it (\"Exeter Book\", \"Ulster County\"), sought "
+         "through every evidence sentence", "the options of HaluEval's \"other\" questions "
+         "were every name of the sentences nearest the question: nationalities for a book",
+         english_only=True, found_on="HaluEval tuning items 11, 27"),
     Rule("choose.settle", "two slots of one fact contradicted (either swap would make it "
          "true) are each asked again with the blank in the draft's whole sentence; if more "
          "than one is still contradicted, only the one whose evidence (its sentence and the "

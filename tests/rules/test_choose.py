@@ -1,14 +1,18 @@
 """`rules.slots`: the `choose.` rules of check nodes that choose from the evidence, each shown
 firing and staying quiet (the scenarios are `tests/programs/test_choice.py`'s)."""
 
+import dspy
 import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
+from scripted import scripted_lm
 from test_choice import CORPUS, DRAFT, FACTS, QUESTION, READS, _decode, decode, reads_evidence
+from test_serc import handlers
 
-from serc_dspy import LocalCorpus
+from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
-         "choose.same_frame", "choose.asked_frame", "choose.rejected"}
+         "choose.same_frame", "choose.asked_frame", "choose.rejected",
+         "choose.asked_type"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -232,3 +236,39 @@ def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_
     off, engine = run("CONTRADICTED", **{"choose.rejected": False})
     assert not off.trace.ruled("choose.rejected") and off.answer == draft
     assert off.trace.fact("f1.0").status == "unverified" and not engine.of("JudgeFact")
+
+
+BOOK_CORPUS = LocalCorpus.from_texts({
+    "w.txt": "Widsith is an Old English poem preserved in the Exeter Book, a tenth-century "
+             "anthology kept at Exeter Cathedral. The English scholar Kemp Malone edited it.",
+})
+
+
+def _book(choose, **rules):
+    from test_choice import pick
+
+    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
+    program = SERC(retriever=BOOK_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question="What book preserves the poem Widsith?",
+                         draft="The Canterbury Tales.")
+    return result, engine
+
+
+def test_a_short_answer_to_what_book_is_offered_the_evidences_books():
+    # the case that motivated it: HaluEval tuning item 27, offered only nationalities
+    from serc_dspy.rules.answers import head_noun, question_kind
+
+    assert head_noun("What American country music singer-songwriter, born in 1942, sang?") == \
+        "singer-songwriter"
+    assert question_kind("Which state does the chain, whose CEO is Warren Bryant, serve?") == \
+        "place"
+    assert head_noun("Which organization presents the award?") == ""  # "award" is not asked
+    fixed, engine = _book("Exeter Book")
+    assert fixed.answer == "The Exeter Book." and fixed.trace.ruled("choose.asked_type", "f0.0")
+    shown = engine.of("ChooseValue")[0]["inputs"]["options"]
+    assert "Exeter Book" in shown and "English" not in shown
+    off, engine = _book("Exeter Book", **{"choose.asked_type": False})
+    assert not off.trace.ruled("choose.asked_type")
+    assert "Kemp Malone" in engine.of("ChooseValue")[0]["inputs"]["options"]

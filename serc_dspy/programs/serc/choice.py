@@ -23,9 +23,11 @@ from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
+    closes_with,
     compare_by_dates,
     comparison_options,
     question_kind,
+    titled,
 )
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame
@@ -154,7 +156,7 @@ class SlotChooser(Stage):
         evidence = about_subject(passages, "")
         for fact in facts:
             sentence = run.trace.sentences[fact.sentence].text
-            slots = answer_slots(question, sentence)
+            slots = answer_slots(question, sentence, run.on("choose.asked_type"))
             if not slots:
                 fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
                 run.rule("choose.unverified", fact.id, after="unverified",
@@ -162,7 +164,14 @@ class SlotChooser(Stage):
                 continue
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
-                candidates = answer_candidates(question, slot, evidence)
+                candidates = answer_candidates(question, slot, evidence,
+                                               run.on("choose.asked_type"))
+                noun = titled(question) if run.on("choose.asked_type") else ""
+                if noun and any(closes_with(c.value, noun) for c in candidates
+                                if c.origin == "evidence"):
+                    run.rule("choose.asked_type", fact.id, before=slot.text,
+                             detail=f"the question asks for a {noun}: the options are the "
+                                    f"evidence's names ending in it")
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     self.compare(run, fact, slot, question, evidence)
