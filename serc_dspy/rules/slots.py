@@ -172,7 +172,7 @@ def spans(text: str, subject: str = "") -> list[Span]:
         add("number", m.start(), m.end())
     subject_words = {w.lower() for w in words_of(subject) if w.lower() not in STOP}
     for start, end in _name_runs(text):
-        run = text[start:end]
+        run = re.sub(r"['’]s$", "", text[start:end])  # "Puerto Rico's" names Puerto Rico
         name = _trim_name(run, subject_words)
         if name:
             a = start + run.index(name)

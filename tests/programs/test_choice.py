@@ -230,6 +230,9 @@ def test_a_role_is_its_head_noun_and_a_title_or_list_marker_is_no_number():
     assert not any(k == "number" for k, _ in texts("Cities:\n1. Paris is large."))
     assert ("number", "three") in texts("He had three sons.")
     assert ("number", "38") in texts("It has 38 chromosomes.")
+    # a possessive names its owner: "Jordan's" is a slot for Puerto Rico ("Puerto Rico's")
+    assert ("name", "Jordan") in texts("He was Jordan's 15th Secretary of State.")
+    assert ("name", "Arthur's Magazine") in texts("Arthur's Magazine was first.")
 
 
 def test_normal_forms_make_one_value_of_its_spellings():
