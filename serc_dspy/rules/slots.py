@@ -186,14 +186,17 @@ def spans(text: str, subject: str = "") -> list[Span]:
 
 
 def _counts_something(text: str, number: re.Match[str]) -> bool:
-    """A number that states a quantity: not a capitalised word of a title ("Square One"),
-    nor a list marker ("1." opening a line). A Factcheck-Bench tuning answer had "Square One"
-    swapped to "Square 24" and a list's "1." to "three"."""
+    """A number that states a quantity: not a capitalised word of a title ("Square One"), not
+    "one of", nor a list marker ("1." opening a line or following a colon). Factcheck-Bench
+    tuning answers had "Square One" swapped to "Square 24", a list's "1." to "three" and "one
+    of the best restaurants" to "50 of"."""
     value = number.group(0)
-    if value[0].isupper():
-        return False
-    line = text[:number.start()].rsplit("\n", 1)[-1]
-    return not (not line.strip() and text[number.end():number.end() + 1] in (".", ")"))
+    if value[0].isupper() or re.match(r"one\s+of\b", text[number.start():], re.I):
+        return False  # "one of the best restaurants" counts nothing (it became "50 of")
+    before = text[:number.start()].rsplit("\n", 1)[-1].rstrip()
+    marker = (not before or before.endswith(":")) and \
+        text[number.end():number.end() + 1] in (".", ")")
+    return not marker
 
 
 def _role_head(text: str, start: int, end: int) -> tuple[int, int]:

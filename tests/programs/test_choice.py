@@ -228,6 +228,8 @@ def test_a_role_is_its_head_noun_and_a_title_or_list_marker_is_no_number():
     assert ("role", "painter") in texts("He was a French painter and sculptor.")
     assert not any(k == "number" for k, _ in texts("The show Square One aired."))
     assert not any(k == "number" for k, _ in texts("Cities:\n1. Paris is large."))
+    assert not any(k == "number" for k, _ in texts("Here is a list of their albums: 1."))
+    assert not any(k == "number" for k, _ in texts("It is one of the best restaurants."))
     assert ("number", "three") in texts("He had three sons.")
     assert ("number", "38") in texts("It has 38 chromosomes.")
     # a possessive names its owner: "Jordan's" is a slot for Puerto Rico ("Puerto Rico's")
