@@ -12,7 +12,7 @@ from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
-         "choose.asked_type"}
+         "choose.asked_type", "choose.same_unit"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -155,8 +155,11 @@ def test_a_rival_among_another_events_words_is_not_swapped_in():
     result = run(draft)
     assert result.answer == draft and result.trace.ruled("choose.same_frame", "f0.0")
     assert result.trace.fact("f0.0").status == "unverified"
-    off = run(draft, **{"choose.same_frame": False})
+    off = run(draft, **{"choose.same_frame": False, "choose.same_unit": False})
     assert not off.trace.ruled("choose.same_frame") and "four" in off.answer
+    # (with `choose.same_unit` on, "four times" counts no tournaments either)
+    unit = run(draft, **{"choose.same_frame": False})
+    assert unit.trace.ruled("choose.same_unit", "f0.0") and unit.answer == draft
     # a rival among the same words is swapped in: "won 72 ... times" against "four times"
     same = "Annika Sörenstam won the tournament 72 times before that."
     fixed = run(same)
@@ -272,3 +275,29 @@ def test_a_short_answer_to_what_book_is_offered_the_evidences_books():
     off, engine = _book("Exeter Book", **{"choose.asked_type": False})
     assert not off.trace.ruled("choose.asked_type")
     assert "Old English" in engine.of("ChooseValue")[0]["inputs"]["options"]
+
+
+def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
+    # the case that motivated it: Factcheck-Bench tuning item 9, "38 chromosomes" became 19
+    from serc_dspy.rules.rivals import unit_of
+
+    assert unit_of("38 chromosomes in each cell", 2) == unit_of("7 chromosome in", 1)
+    assert unit_of("19 chromosome pairs for", 2) != unit_of("38 chromosomes in", 2)
+    corpus = LocalCorpus.from_texts({"p.txt": "Marie Curie kept 19 chromosome pairs for a "
+                                              "total of 38 chromosomes in her notes on pigs. "
+                                              "Marie Curie kept 12 notebooks of pig data."})
+    draft = "Marie Curie kept 40 chromosomes in her notes on pigs."
+    facts = {draft: [draft]}
+
+    def pick_19(inputs):
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next((letter for letter, value in options if value == "19"),
+                               options[-1][0])}
+
+    held, _ = decode(draft, facts, corpus=corpus, choose=pick_19,
+                     rules={"choose.same_frame": False})
+    assert held.trace.ruled("choose.same_unit", "f0.0") and held.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=pick_19,
+                    rules={"choose.same_frame": False, "choose.same_unit": False})
+    assert not off.trace.ruled("choose.same_unit") and "19 chromosomes" in off.answer

@@ -30,7 +30,7 @@ from serc_dspy.rules.answers import (
     titled,
 )
 from serc_dspy.rules.quotes import opening_name
-from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame
+from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame, same_unit
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
@@ -266,6 +266,12 @@ class SlotChooser(Stage):
                     slot.note = f"{first!r} was chosen, but the words around it in its " \
                                 "passage are about something else"
                     run.rule("choose.same_frame", fact.id, before=slot.text, after=first,
+                             detail=slot.note)
+                elif not short and run.on("choose.same_unit") and \
+                        not same_unit(slot, fact.text, evidence, rival):
+                    slot.ruling, slot.chosen = "unverified", None
+                    slot.note = f"{first!r} was chosen, but it counts something else"
+                    run.rule("choose.same_unit", fact.id, before=slot.text, after=first,
                              detail=slot.note)
             else:
                 slot.note = "not stated, in both orders"
