@@ -8,9 +8,9 @@ subject the values of the same kind that could stand in their place. The choice 
 LM's (`programs/serc/choice.py`); whether a choice may change the fact is decided there, by the
 `choose.` rules registered here.
 
-No home-made entity recogniser: names are runs of capitalised words, roles the noun after "was
-a"; their type is checked by the evidence sentence's topic (it must share the fact's event
-words), and the model chooses among what is left.
+No home-made entity recogniser: names are runs of capitalised words, roles the head noun of the
+phrase after "was a"; their type is checked by the evidence sentence's topic (it must share the
+fact's event words), and the model chooses among what is left.
 """
 
 from __future__ import annotations
