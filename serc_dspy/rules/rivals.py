@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
@@ -39,8 +40,9 @@ register(
          thresholds={"unit_words": UNIT_WORDS}),
     Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
          "the evidence states the fact's own value in a sentence about the fact's event more "
-         "closely than the rival's sentence (a caller's short answer: when the evidence states "
-         "it at all): the fact stays unverified", "on the report "
+         "closely than the rival's sentence, or word for word with the two words each side of "
+         "it (a caller's short answer: when the evidence states it at all): the fact stays "
+         "unverified", "on the report "
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
     Rule("choose.asked_frame", "a caller's short answer that the evidence states is replaced "
@@ -73,6 +75,21 @@ def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
                  s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
 
 
+PHRASE_WORDS = 2
+"""Words each side of a slot's value that, stated with it word for word in a passage, attest it
+("the first woman to win" against a rival "person" from "the first person to win two")."""
+
+
+def own_phrase(fact: str, slot: Slot) -> str:
+    """The slot's value with `PHRASE_WORDS` words each side, normalised and padded ("" when
+    either side has none: the value alone is not a phrase)."""
+    before = re.findall(r"[^\W_]+", fact[:slot.start])[-PHRASE_WORDS:]
+    after = re.findall(r"[^\W_]+", fact[slot.start + len(slot.text):])[:PHRASE_WORDS]
+    if not before or not after:
+        return ""
+    return f" {normalise(' '.join(before + [slot.text] + after), fold=True)} "
+
+
 def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
                  subject: str = "") -> bool:
     """Whether the evidence states the fact's own value (as a value of its kind) in a sentence
@@ -82,6 +99,9 @@ def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     value is stated nowhere, so this never stands in a real correction's way; "Chemistry in
     1903" is stated for 1911's prize, a sentence less about the fact than 1903's "Physics"
     one."""
+    phrase = own_phrase(fact, slot)
+    if phrase and any(phrase in f" {normalise(s.text, fold=True)} " for s in evidence):
+        return True  # "the first woman to win" stands word for word in a passage
     rest = fact[:slot.start] + " " + fact[slot.start + len(slot.text):]
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
     own = normal_form(slot.kind, slot.text)

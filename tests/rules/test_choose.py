@@ -114,6 +114,29 @@ def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_ev
     assert not planted.trace.ruled("choose.own_stated")
 
 
+def test_a_value_stated_word_for_word_with_its_neighbours_is_never_swapped():
+    # the case that motivated it: the README's main job, where "the first woman to win a Nobel
+    # Prize" became "person" (from "the first person to win two Nobel Prizes"), a tie on
+    # shared event words
+    corpus = LocalCorpus.from_texts({"a.txt": "Marie Curie became the first woman to win a "
+                                              "Nobel Prize. Marie Curie was the first person "
+                                              "to win two Nobel Prizes."})
+    draft = "Marie Curie was the first woman to win a Nobel Prize."
+    facts = {draft: [draft]}
+
+    def person(inputs):
+        options = [(line[0], line[3:].split(" (the evidence:")[0])
+                   for line in inputs["options"].splitlines()]
+        return {"choice": next((letter for letter, value in options if value == "person"),
+                               options[-1][0])}
+
+    kept, _ = decode(draft, facts, corpus=corpus, choose=person)
+    assert kept.trace.ruled("choose.own_stated", "f0.0") and kept.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=person,
+                    rules={"choose.own_stated": False})
+    assert "first person" in off.answer
+
+
 def test_a_date_comparison_is_decided_by_the_evidences_dates_not_by_the_chooser():
     from test_choice import pick, short
 
