@@ -167,9 +167,8 @@ def spans(text: str, subject: str = "") -> list[Span]:
     for m in _YEAR.finditer(text):
         add("year", m.start(1), m.end(1))
     for m in _NUMBER.finditer(text):
-        if not _counts_something(text, m):
-            continue
-        add("number", m.start(), m.end())
+        if _counts_something(text, m):
+            add("number", m.start(), m.end())
     subject_words = {w.lower() for w in words_of(subject) if w.lower() not in STOP}
     for start, end in _name_runs(text):
         run = re.sub(r"['’]s$", "", text[start:end])  # "Puerto Rico's" names Puerto Rico
@@ -192,11 +191,10 @@ def _counts_something(text: str, number: re.Match[str]) -> bool:
     of the best restaurants" to "50 of"."""
     value = number.group(0)
     if value[0].isupper() or re.match(r"one\s+of\b", text[number.start():], re.I):
-        return False  # "one of the best restaurants" counts nothing (it became "50 of")
+        return False
     before = text[:number.start()].rsplit("\n", 1)[-1].rstrip()
-    marker = (not before or before.endswith(":")) and \
-        text[number.end():number.end() + 1] in (".", ")")
-    return not marker
+    after = text[number.end():number.end() + 1]
+    return not ((not before or before.endswith(":")) and after in (".", ")"))
 
 
 def _role_head(text: str, start: int, end: int) -> tuple[int, int]:
