@@ -4,7 +4,17 @@ firing and staying quiet (the scenarios are `tests/programs/test_choice.py`'s)."
 import dspy
 import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
 from scripted import scripted_lm
-from test_choice import CORPUS, DRAFT, FACTS, QUESTION, READS, _decode, decode, reads_evidence
+from test_choice import (
+    CORPUS,
+    DRAFT,
+    FACTS,
+    QUESTION,
+    READS,
+    _decode,
+    decode,
+    pick,
+    reads_evidence,
+)
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
@@ -124,11 +134,7 @@ def test_a_value_stated_word_for_word_with_its_neighbours_is_never_swapped():
     draft = "Marie Curie was the first woman to win a Nobel Prize."
     facts = {draft: [draft]}
 
-    def person(inputs):
-        options = [(line[0], line[3:].split(" (the evidence:")[0])
-                   for line in inputs["options"].splitlines()]
-        return {"choice": next((letter for letter, value in options if value == "person"),
-                               options[-1][0])}
+    person = pick("person")
 
     kept, _ = decode(draft, facts, corpus=corpus, choose=person)
     assert kept.trace.ruled("choose.own_stated", "f0.0") and kept.answer == draft
@@ -138,7 +144,7 @@ def test_a_value_stated_word_for_word_with_its_neighbours_is_never_swapped():
 
 
 def test_a_date_comparison_is_decided_by_the_evidences_dates_not_by_the_chooser():
-    from test_choice import pick, short
+    from test_choice import short
 
     question = "Which magazine was started first Arthur's Magazine or First for Women?"
     # the chooser would keep the wrong option: the dates (1844, 1989) decide, with no call
@@ -195,7 +201,7 @@ def test_a_rival_among_another_events_words_is_not_swapped_in():
 
 
 def test_a_stated_short_answer_yields_to_a_rival_the_questions_words_stand_around():
-    from test_choice import pick, short
+    from test_choice import short
 
     question = "Beowulf, a 2007 epic fantasy film, was directed by who?"
     fixed, _ = short(question, "Neil Gaiman", pick("Robert Zemeckis"))
@@ -271,7 +277,6 @@ BOOK_CORPUS = LocalCorpus.from_texts({
 
 
 def _book(choose, **rules):
-    from test_choice import pick
 
     lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
     program = SERC(retriever=BOOK_CORPUS, top_k=3, verdicts="choose", evidence="passages",
@@ -312,11 +317,7 @@ def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
     draft = "Marie Curie kept 40 chromosomes in her notes on pigs."
     facts = {draft: [draft]}
 
-    def pick_19(inputs):
-        options = [(line[0], line[3:].split(" (the evidence:")[0])
-                   for line in inputs["options"].splitlines()]
-        return {"choice": next((letter for letter, value in options if value == "19"),
-                               options[-1][0])}
+    pick_19 = pick("19")
 
     held, _ = decode(draft, facts, corpus=corpus, choose=pick_19,
                      rules={"choose.same_frame": False})
