@@ -277,7 +277,6 @@ BOOK_CORPUS = LocalCorpus.from_texts({
 
 
 def _book(choose, **rules):
-
     lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
     program = SERC(retriever=BOOK_CORPUS, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", rules=rules)
