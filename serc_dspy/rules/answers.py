@@ -45,6 +45,7 @@ street park bridge hospital church cathedral stadium airport lake mountain castl
 museum festival cup trophy party academy institute league tower""".split())
 """Type words that close a name of their type ("Ulster County", "Exeter Book")."""
 
+
 def head_noun(question: str) -> str:
     """The type word a "what"/"which" question asks for: the last type word (a person's, a
     place's or a titled kind's) of the words that follow it up to a function word or a
@@ -104,6 +105,7 @@ def titled(question: str) -> str:
 
 
 def closes_with(value: str, noun: str) -> bool:
+    """Whether a name of two words or more ends in the type word ("Ulster County", county)."""
     words = value.split()
     return len(words) > 1 and words[-1].lower().rstrip("s") == noun
 

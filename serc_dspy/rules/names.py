@@ -56,8 +56,8 @@ register(
          "the value asked for, and evidence about another candidate is a contradiction for the "
          "check nodes, not a different subject", "on Factcheck-Bench the firewall reset three "
          "tuning answers whose evidence was about a rival candidate (Geranium and Noma), "
-         "throwing every claim of each away; on the report split the 4 reset answers held all "
-         "13 true claims SERC lost", english_only=True, thresholds={"min_sentences": 3},
+         "throwing every claim of each away (on the report split it fired on none: its 4 "
+         "resets answer questions that name the answer's entity)", english_only=True, thresholds={"min_sentences": 3},
          found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
