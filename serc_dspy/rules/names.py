@@ -58,7 +58,8 @@ register(
          "tuning answers whose evidence was about a rival candidate (Geranium and Noma), "
          "throwing every claim of each away (on the report split it fired on none: its 4 "
          "resets answer questions that name the answer's entity)", english_only=True,
-         thresholds={"min_sentences": 3}, found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
+         thresholds={"min_sentences": 3},
+         found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",
