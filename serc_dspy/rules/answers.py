@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from serc_dspy.core.text import normalise
+from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.slots import (
     _YEAR,
@@ -30,6 +30,13 @@ HEAD_WORDS = 7
 Doubles runner-up")."""
 SHORT_PHRASE_WORDS = 6
 """A short draft sentence of at most this many words is one value ("Mike's Gym in Oostzaan")."""
+ANSWER_SENTENCE_WORDS = 25
+"""A caller's one-sentence draft of at most this many words can be an answer to the question
+(`answer_sentence`): HaluEval's sentence answers run 7 to 26 words, while Factcheck-Bench's
+one-sentence answers, lists of things, run 27 to 55."""
+_WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
+           "person": ("name",)}
+"""The span kinds that answer each kind of question."""
 
 
 _PERSON_NOUNS = frozenset("""actor actress author writer novelist poet playwright singer songwriter
@@ -135,8 +142,7 @@ def answer_slots(question: str, sentence: str, typed: bool = True) -> list[Slot]
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
     itself, without its final stop."""
     kind = question_kind(question)
-    wanted = {"date": ("date", "year"), "number": ("number",),
-              "place": ("name",), "person": ("name",)}.get(kind, ())
+    wanted = _WANTED.get(kind, ())
     if kind == "comparison":
         for option in comparison_options(question):
             if _count(sentence, option) == 1:
@@ -160,6 +166,24 @@ def answer_slots(question: str, sentence: str, typed: bool = True) -> list[Slot]
         span_kind = "year" if _YEAR.fullmatch(whole) else "name"
         return [Slot(kind=span_kind, text=whole, start=sentence.find(whole))]
     return []
+
+
+def answer_sentence(question: str, draft: str) -> bool:
+    """Whether a caller's draft is one short sentence stating a value of the kind the question
+    asks for (a date, a number, a place, a person, a name ending in the asked type word, or
+    exactly one of a comparison's two options) that the question does not name itself: that
+    value is its answer ("The 1976 German Grand Prix was won by a driver who retired in
+    1980."), and it is checked as a short answer is, not as prose about a subject."""
+    text = " ".join(draft.split())
+    if not text or len(text.split()) > ANSWER_SENTENCE_WORDS or len(split_sentences(text)) != 1:
+        return False
+    kind = question_kind(question)
+    if kind == "comparison":
+        return sum(_count(text, option) > 0 for option in comparison_options(question)) == 1
+    wanted, noun = _WANTED.get(kind, ()), titled(question)
+    asked = f" {normalise(question, fold=True)} "
+    return any((s.kind in wanted or noun and s.kind == "name" and closes_with(s.text, noun))
+               and f" {normalise(s.text, fold=True)} " not in asked for s in spans(text))
 
 
 def answer_spans(question: str, sentence: str, wanted) -> list[Span]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS
 from serc_dspy.rules.base import Rule, register
 
 register(
@@ -9,6 +10,15 @@ register(
          "County\") is checked as one claim answering the question, never replaced by the "
          "cold start", "on HaluEval, with the right answer as the draft, the cold start "
          "replaced every short right answer, and 3 of 8 came back wrong"),
+    Rule("draft.answer_sentence", "a caller's draft of one short sentence (at most 25 words) "
+         "that states a value of the kind the question asks for (\"... was won by a driver who "
+         "retired in 1980.\" to \"... retired in what year?\") is checked as a short answer: "
+         "that value is its one slot, with the evidence's values of that kind as options",
+         "HaluEval's sentence answers went through the prose path (the firewall, the fact "
+         "extractor, every detail a slot), which checked the details the question had given "
+         "and left the asked value alone", english_only=True,
+         thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
+         found_on="HaluEval tuning items 11, 26, 29"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "

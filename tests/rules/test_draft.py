@@ -4,7 +4,7 @@ from rules_helpers import CountingRetriever, run
 
 from serc_dspy import SERC
 
-FIRES = {"draft.short_claim", "draft.cold_start", "draft.no_info"}
+FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.cold_start", "draft.no_info"}
 QUIET = set(FIRES)
 
 
@@ -42,3 +42,25 @@ def test_an_ungroundable_refusal_becomes_the_no_information_answer_unless_the_ru
                                        rules={"draft.no_info": False}), **refusing)
     assert off.status == "no_info" and off.answer == "I don't know."
     assert not off.ruled("draft.no_info")
+
+
+def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer():
+    question = "In what year was Marie Curie born?"
+    sentence = "Marie Curie, the physicist and chemist, was born in the city of Warsaw in 1868."
+    trace = run(draft=sentence, question=question)
+    ruling = trace.ruled("draft.answer_sentence", "answer")[0]
+    assert ruling.before == sentence and trace.short_draft and not trace.cold_start
+    assert trace.firewall.error.startswith("skipped")
+    # prose that states no value of the asked kind, only a year the question gives itself,
+    # or a sentence of over 25 words is decoded as prose
+    for draft, asked in (
+            ("Marie Curie, the physicist and chemist, was born in the city of Warsaw.", question),
+            (sentence, "In what year did Marie Curie, born in 1868, move to Paris?"),
+            (sentence[:-1] + ", the capital of Poland, to a family of teachers who had lost "
+             "their property in the uprisings.", question)):
+        prose = run(draft=draft, question=asked)
+        assert not prose.ruled("draft.answer_sentence") and not prose.short_draft
+    off = run(draft=sentence, question=question,
+              program=SERC(retriever=CountingRetriever(),
+                           rules={"draft.answer_sentence": False}))
+    assert not off.ruled("draft.answer_sentence") and not off.short_draft

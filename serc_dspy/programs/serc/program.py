@@ -39,6 +39,7 @@ from serc_dspy.programs.serc.packaged import AUTO_STATE, apply_model_state
 from serc_dspy.programs.serc.reconstruction import Reconstructor
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
+from serc_dspy.rules.answers import answer_sentence
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
 from serc_dspy.runtime.steps import gather
@@ -214,17 +215,20 @@ class SERC(TracedProgram):
         self.read_language(run, received)
         context = LazyContext(self.settings, run, question)
 
-        if trace.draft_given and needs_cold_start(received) and run.on("draft.short_claim"):
+        one_claim = self.one_claim(run, question, received)
+        if one_claim:
             # The cold start replaces the model's own failed first answer; a caller's draft,
             # however short, is the caller's input: it is decoded, as one claim that answers
             # the question, and changed only by a correction the evidence supports.
             trace.short_draft = True
             trace.received, trace.subject = received, question
             trace.firewall.error = "skipped: a short caller draft is checked as one claim"
-            run.rule("draft.short_claim", "answer", before=received,
+            run.rule(one_claim, "answer", before=received,
                      after=answer_claim(question, received),
                      detail="a short caller draft: checked as one claim answering the question "
-                            "(no cold start, no firewall)")
+                            "(no cold start, no firewall)" if one_claim == "draft.short_claim"
+                     else "a one-sentence caller draft stating the kind of value the question "
+                          "asks for: checked as its answer (no firewall)")
             return received
         if needs_cold_start(received) and run.on("draft.cold_start"):
             trace.cold_start = True
@@ -254,6 +258,19 @@ class SERC(TracedProgram):
         elif trace.cold_start:
             trace.firewall.error = "skipped: the answer was already grounded by the cold start"
         return trace.received
+
+    @staticmethod
+    def one_claim(run: Run, question: str, received: str) -> str | None:
+        """The rule under which a caller's draft is one claim answering the question: too short
+        to read as prose (`draft.short_claim`), or one short sentence stating a value of the
+        asked kind (`draft.answer_sentence`); None: it is decoded as prose."""
+        if not run.trace.draft_given:
+            return None
+        if needs_cold_start(received):
+            return "draft.short_claim" if run.on("draft.short_claim") else None
+        if run.on("draft.answer_sentence") and answer_sentence(question, received):
+            return "draft.answer_sentence"
+        return None
 
     def read_language(self, run: Run, received: str) -> None:
         """The rules of this run: the program's switches, with the English-only rules off when
