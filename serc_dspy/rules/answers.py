@@ -8,6 +8,8 @@ import re
 
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
+from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.slots import (
     _YEAR,
     MAX_CANDIDATES,
@@ -37,6 +39,17 @@ one-sentence answers, lists of things, run 27 to 55."""
 _WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
            "person": ("name",)}
 """The span kinds that answer each kind of question."""
+
+register(
+    Rule("choose.asked_place", "a short answer to a place question (\"Where ...\", \"... in "
+         "which country?\") is the draft's place name, where it has one, and its options are "
+         "the evidence's names of places of the asked kind (a country for \"which country\"), "
+         "as the gazetteers (GeoNames, ISO 3166-2) know them, sought through every evidence "
+         "sentence", "the options of a place question were every name of the sentences nearest "
+         "the question: a park's Turkish name and a language for \"which country\", a chain's "
+         "name and its owner before the state it trades in", english_only=True,
+         found_on="HaluEval tuning items 5, 26"),
+)
 
 
 _PERSON_NOUNS = frozenset("""actor actress author writer novelist poet playwright singer songwriter
@@ -137,7 +150,8 @@ def comparison_options(question: str) -> list[str]:
     return options if all(options) and options[0].lower() != options[1].lower() else []
 
 
-def answer_slots(question: str, sentence: str, typed: bool = True) -> list[Slot]:
+def answer_slots(question: str, sentence: str, typed: bool = True, places: bool = True
+                 ) -> list[Slot]:
     """A short draft's slot: the detail of the question's kind in the draft ("Warsaw. Born
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
     itself, without its final stop."""
@@ -155,6 +169,8 @@ def answer_slots(question: str, sentence: str, typed: bool = True) -> list[Slot]
     if closing:  # "What book ...?" answered "... the Canterbury Book": the "... Book"
         return [Slot(kind="name", text=closing[0].text, start=closing[0].start)]
     found = answer_spans(question, sentence, lambda s: s.kind in wanted)
+    if kind == "place" and places:  # "Greece, the birthplace of democracy": Greece
+        found.sort(key=lambda s: not is_asked_place(s.text, ""))
     whole = sentence.strip().rstrip(".!")
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
                   _restates(question, sentence)):
@@ -214,7 +230,7 @@ def _quoted(sentence: str, span: Span) -> bool:
 
 
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],
-                      typed: bool = True) -> list[Candidate]:
+                      typed: bool = True, places: bool = True) -> list[Candidate]:
     """A short answer's options: for a comparison, the two options the question names (each
     must stand in the evidence); otherwise the values of the slot's kind in the evidence
     sentences that share most words with the question; then "not stated"."""
@@ -239,6 +255,16 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         return normalise(value, fold=True) not in in_question
 
     noun = titled(question) if typed else ""
+    place = asked_place(head_noun(question))
+    if places and slot.kind == "name" and question_kind(question) == "place" and not noun:
+        # a place question is answered by a place of the asked kind, wherever the evidence
+        # names one, the likeliest sentences first
+        ranked = sorted(evidence, key=lambda s: -len(content_stems(question) &
+                                                      content_stems(s.text)))
+        places = _offer(slot, ranked, lambda sentence, span, value: new_value(
+            sentence, span, value) and is_asked_place(value, place))
+        if any(c.origin == "evidence" for c in places):
+            return places
     if noun and slot.kind == "name":
         # the asked type closes its names: only "... County"s answer "which county?", and
         # they are sought through every evidence sentence, the likeliest first

@@ -22,7 +22,7 @@ from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
-         "choose.asked_type", "choose.same_unit"}
+         "choose.asked_type", "choose.same_unit", "choose.asked_place"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -324,3 +324,39 @@ def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
     off, _ = decode(draft, facts, corpus=corpus, choose=pick_19,
                     rules={"choose.same_frame": False, "choose.same_unit": False})
     assert not off.trace.ruled("choose.same_unit") and "19 chromosomes" in off.answer
+
+
+TOWER_CORPUS = LocalCorpus.from_texts({
+    "t.txt": "The Galata Tower (Turkish: \"Galata Kulesi\") is a medieval stone tower in the "
+             "Beyoğlu district of Istanbul, Turkey. Genoese builders raised it in 1348.",
+})
+
+
+def _tower(choose, **rules):
+    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
+    program = SERC(retriever=TOWER_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question="The Galata Tower is located in which country?",
+                         draft="The Galata Tower is located in Greece, a land of old towers.")
+    return result, engine
+
+
+def test_a_place_question_is_offered_the_evidences_places_of_the_asked_kind():
+    # the case that motivated it: HaluEval tuning item 26, offered a park's Turkish name and
+    # a language for "which country", and never the country
+    fixed, engine = _tower("Turkey")
+    assert fixed.trace.ruled("draft.answer_sentence", "answer")
+    assert fixed.answer == "The Galata Tower is located in Turkey, a land of old towers."
+    assert fixed.trace.ruled("choose.asked_place", "f0.0")
+    assert _offered(engine) == ["Greece", "Turkey", "not stated"]  # no city, no language
+    off, engine = _tower("Turkey", **{"choose.asked_place": False})
+    assert not off.trace.ruled("choose.asked_place")
+    assert off.answer == "The Galata Tower is located in Greece, a land of old towers."
+    assert "Turkish" in _offered(engine) and "Turkey" not in _offered(engine)  # capped out
+
+
+def _offered(engine) -> list[str]:
+    """The option values of the first choice asked."""
+    shown = engine.of("ChooseValue")[0]["inputs"]["options"]
+    return [line.split(") ", 1)[1].split(" (the evidence")[0] for line in shown.splitlines()]

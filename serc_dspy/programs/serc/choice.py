@@ -29,6 +29,7 @@ from serc_dspy.rules.answers import (
     question_kind,
     titled,
 )
+from serc_dspy.rules.places import is_asked_place
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame, same_unit
 from serc_dspy.rules.slots import (
@@ -156,7 +157,8 @@ class SlotChooser(Stage):
         evidence = about_subject(passages, "")
         for fact in facts:
             sentence = run.trace.sentences[fact.sentence].text
-            slots = answer_slots(question, sentence, run.on("choose.asked_type"))
+            slots = answer_slots(question, sentence, run.on("choose.asked_type"),
+                                 run.on("choose.asked_place"))
             if not slots:
                 fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
                 run.rule("choose.unverified", fact.id, after="unverified",
@@ -165,13 +167,9 @@ class SlotChooser(Stage):
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
                 candidates = answer_candidates(question, slot, evidence,
-                                               run.on("choose.asked_type"))
-                noun = titled(question) if run.on("choose.asked_type") else ""
-                if noun and any(closes_with(c.value, noun) for c in candidates
-                                if c.origin == "evidence"):
-                    run.rule("choose.asked_type", fact.id, before=slot.text,
-                             detail=f"the question asks for a {noun}: the options are the "
-                                    f"evidence's names ending in it")
+                                               run.on("choose.asked_type"),
+                                               run.on("choose.asked_place"))
+                self.rule_typed(run, fact, slot, question, candidates)
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     self.compare(run, fact, slot, question, evidence)
@@ -187,6 +185,23 @@ class SlotChooser(Stage):
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
+
+    @staticmethod
+    def rule_typed(run: Run, fact: Fact, slot: Slot, question: str,
+                   candidates: list[Candidate]) -> None:
+        """The ruling of a short answer's options typed by the question (`choose.asked_type`,
+        `choose.asked_place`), when the typed options were the ones offered."""
+        offered = [c.value for c in candidates if c.origin == "evidence"]
+        noun = titled(question) if run.on("choose.asked_type") else ""
+        if noun and offered and all(closes_with(v, noun) for v in offered):
+            run.rule("choose.asked_type", fact.id, before=slot.text,
+                     detail=f"the question asks for a {noun}: the options are the "
+                            f"evidence's names ending in it")
+        elif not noun and question_kind(question) == "place" and offered and \
+                run.on("choose.asked_place") and all(is_asked_place(v, "") for v in offered):
+            run.rule("choose.asked_place", fact.id, before=slot.text,
+                     detail="a place question: the options are the evidence's places (" +
+                            ", ".join(offered) + ")")
 
     def compare(self, run: Run, fact: Fact, slot: Slot, question: str,
                 evidence: list[EvidenceSentence]) -> None:
