@@ -59,6 +59,16 @@ def _corpus_retriever(text: str, name: str):
     return KnowledgeSource.from_json({name: text})
 
 
+_GLUED = re.compile(r"(?<=[a-z0-9)\]\"”’])\.(?=[A-Z][a-z])")
+
+
+def unglued(knowledge: str) -> str:
+    """HaluEval's knowledge is its Wikipedia paragraphs glued with no space ("... in the 19th
+    century.First for Women is ..."): a paragraph break there, so that no sentence runs on
+    into the next paragraph and makes "century.First" or "Youth.Dennis" a name."""
+    return _GLUED.sub(".\n\n", knowledge)
+
+
 def run_noise(
     articles_path: str | os.PathLike[str] | Mapping[str, Any],
     out_dir: str | os.PathLike[str],
@@ -377,7 +387,7 @@ def _halueval_runs(rows, data, out: Path, label: str, method: str, lm, progress,
                    ) -> tuple[dict[str, Any], dict[str, dict[str, Pair]]]:
     """One method (or an ablated variant, `label`) on the hallucinated and the control
     drafts: its summary, and each rate's per-item pairs for paired differences."""
-    knowledge = {r["id"]: r["knowledge"] for r in rows}
+    knowledge = {r["id"]: unglued(r["knowledge"]) for r in rows}
     summary: dict[str, Any] = {}
     pairs: dict[str, dict[str, Pair]] = {}
     for run, field in (("hallucinated", "hallucinated_answer"), ("control", "right_answer")):

@@ -5,6 +5,7 @@ question offers). The slot machinery itself is `rules.slots`."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
@@ -18,11 +19,10 @@ from serc_dspy.rules.slots import (
     Span,
     _count,
     _offer,
-    focus,
     normal_form,
     spans,
 )
-from serc_dspy.rules.words import STOP, content_stems
+from serc_dspy.rules.words import STOP, content_stems, words_of
 
 _COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                          r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
@@ -250,31 +250,44 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         options.append(Candidate(value=NOT_STATED, origin="none"))
         return options
     in_question = normalise(question, fold=True)
+    own_words = {w.lower() for w in words_of(slot.text)}
+    own_script = _scripts(slot.text)
 
     def new_value(sentence, span, value) -> bool:
-        return normalise(value, fold=True) not in in_question
+        """Not named by the question, in the draft's script (no Cyrillic spelling for a Latin
+        name), and not another form of the draft's own name ("Zvereva", "Natasha Zvereva")."""
+        value_words = {w.lower() for w in words_of(value)}
+        return normalise(value, fold=True) not in in_question and \
+            _scripts(value) <= own_script and not (
+                slot.kind == "name" and (value_words <= own_words or own_words <= value_words))
 
+    # the evidence sentences that share most words with the question, the likeliest first
+    # (in the passages' order, the cap filled up before a bio's own sentence was reached)
+    words = content_stems(question)
+    ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
     noun = titled(question) if typed else ""
     place = asked_place(head_noun(question))
     if places and slot.kind == "name" and question_kind(question) == "place" and not noun:
         # a place question is answered by a place of the asked kind, wherever the evidence
-        # names one, the likeliest sentences first
-        ranked = sorted(evidence, key=lambda s: -len(content_stems(question) &
-                                                      content_stems(s.text)))
-        places = _offer(slot, ranked, lambda sentence, span, value: new_value(
+        # names one
+        offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
             sentence, span, value) and is_asked_place(value, place))
-        if any(c.origin == "evidence" for c in places):
-            return places
+        if any(c.origin == "evidence" for c in offered):
+            return offered
     if noun and slot.kind == "name":
         # the asked type closes its names: only "... County"s answer "which county?", and
-        # they are sought through every evidence sentence, the likeliest first
-        words = content_stems(question)
-        ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
-        typed = _offer(slot, ranked, lambda sentence, span, value: new_value(
+        # they are sought through every evidence sentence
+        offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
             sentence, span, value) and closes_with(value, noun))
-        if any(c.origin == "evidence" for c in typed):
-            return typed
-    return _offer(slot, focus(evidence, question, limit=MAX_CANDIDATES), new_value)
+        if any(c.origin == "evidence" for c in offered):
+            return offered
+    return _offer(slot, [s for s in ranked if words & content_stems(s.text)][:MAX_CANDIDATES],
+                  new_value)
+
+
+def _scripts(text: str) -> set[str]:
+    """The scripts of a text's letters, by their Unicode names ("LATIN", "CYRILLIC")."""
+    return {unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()}
 
 
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)

@@ -303,6 +303,17 @@ def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
     assert not halueval_outcome("", "", "Hole")["right"]
 
 
+def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():
+    from serc_dspy.core.text import split_sentences
+    from serc_dspy.evaluation.benchmarks import unglued
+
+    glued = ("Arthur's Magazine (1844-1846) was a periodical of the 19th century.First for "
+             "Women is a magazine published in the U.S. since 1989.")
+    assert split_sentences(unglued(glued))[1] == "First for Women is a magazine published " \
+                                                   "in the U.S. since 1989."
+    assert unglued("He ran the U.S.Army in 3.5 years.") == "He ran the U.S.Army in 3.5 years."
+
+
 def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch, capsys):
     rows = [{"knowledge": "The Eiffel Tower is in Paris, France.",
              "question": "Where is the Eiffel Tower?", "right_answer": "Paris",

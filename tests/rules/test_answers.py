@@ -1,0 +1,32 @@
+"""`rules.answers`: which drafts are answers, and the options a short answer is offered."""
+
+from serc_dspy.core.trace import Slot
+from serc_dspy.rules.answers import answer_candidates, answer_sentence
+from serc_dspy.rules.slots import EvidenceSentence
+
+QUESTION = "Which 1999 Doubles runner-up was born in Russia on 7 June 1981?"
+EVIDENCE = [
+    EvidenceSentence(text="Novotna partnered with Natasha Zvereva, and Hingis with Anna "
+                          "Kournikova, in the 1999 Doubles.", passage=0, offset=0),
+    EvidenceSentence(text="Novotna and Zvereva lost to Lindsay Davenport and Mary Pierce in "
+                          "the final.", passage=0, offset=90),
+    EvidenceSentence(text="Anna Kournikova (Russian: Анна Курникова; born 7 June 1981) is a "
+                          "former tennis player from Russia.", passage=1, offset=0),
+]
+
+
+def test_a_draft_is_an_answer_when_one_short_sentence_states_the_asked_kind_of_value():
+    assert answer_sentence(QUESTION, "Natasha Zvereva was born in Russia on 7 June 1981.")
+    assert not answer_sentence(QUESTION, "She was born in Russia on 7 June 1981.")
+    assert not answer_sentence(QUESTION, "Natasha Zvereva won. She was born in Russia.")
+    assert answer_sentence("Who was born first, Ann Lee or Bo Wu?", "Bo Wu, by some years.")
+    assert not answer_sentence("Who was born first, Ann Lee or Bo Wu?", "Ann Lee and Bo Wu.")
+
+
+def test_a_short_answers_options_come_from_the_likeliest_sentence_first():
+    slot = Slot(kind="name", text="Natasha Zvereva", start=0)
+    values = [c.value for c in answer_candidates(QUESTION, slot, EVIDENCE)]
+    # the sentence sharing most words with the question is read first; the draft's own name
+    # in another form ("Zvereva") and a spelling in another script are no rivals
+    assert values[:2] == ["Natasha Zvereva", "Anna Kournikova"] and values[-1] == "not stated"
+    assert "Zvereva" not in values and "Анна Курникова" not in values
