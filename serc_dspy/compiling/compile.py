@@ -22,6 +22,7 @@ from typing import Any
 
 import dspy
 
+from serc_dspy.compiling.choice_devset import load_choice_examples
 from serc_dspy.compiling.devsets import (
     Split,
     load_correction_examples,
@@ -31,6 +32,7 @@ from serc_dspy.compiling.devsets import (
 from serc_dspy.core.errors import UserError
 from serc_dspy.evaluation.metrics.dspy_metrics import (
     VERDICT_LABELS,
+    choice_metric,
     correction_metric,
     facts_metric,
     macro_f1,
@@ -65,6 +67,9 @@ STAGES: dict[str, StageSpec] = {s.name: s for s in [
               "atomic facts vs FActScore human facts (fact-level F1)"),
     StageSpec("correct", "corrector", correction_metric, 0.5, "corrections",
               "corrections vs Factcheck-GPT revised claims (gap closed)"),
+    StageSpec("choose", "value_chooser", choice_metric, 1.0, "choice",
+              "slot choices vs the value a Wikipedia bio states, its own or a planted rival "
+              "listed first (exact option)"),
 ]}
 
 
@@ -182,6 +187,10 @@ def load_stage_data(stage: str, data: str | os.PathLike[str], *, train: int | No
     if spec.name == "facts":
         paths = root if root.is_file() else _factscore_dir(root)
         return load_fact_examples(paths, train=train, dev=dev, seed=seed)
+    if spec.name == "choose":
+        articles = root if root.is_file() else _find(root, "wikipedia_dev.json",
+                                                     (".", "factscore_wiki"))
+        return load_choice_examples(articles, train=train, dev=dev, seed=seed)
     if root.is_file():
         raise UserError("the correct stage needs a folder (claims, stances and optionally the "
                         "benchmark file), not a single file")

@@ -171,3 +171,16 @@ def test_pairs_take_their_workers_and_refuse_a_method_option(tmp_path, monkeypat
     assert main(["bench", "stages", "--data", str(SHARED_DATA), "--pairs", "6",
                  "--verdicts", "choose"]) == 2
     assert "does not apply here" in capsys.readouterr().err
+
+
+@needs_data
+def test_the_choose_stage_is_scored_on_the_bios_slot_choices_without_pairs(
+        tmp_path, monkeypatch, capsys):
+    lm, engine = scripted_lm({"ChooseValue": lambda i: {"choice": "A"}})  # always the first
+    monkeypatch.setattr("serc_dspy.config.build_lm", lambda *a, **k: lm)
+    assert main(["bench", "stages", "--data", str(SHARED_DATA), "--dev", "8", "--stage",
+                 "choose", "--json", "--lm", "openai=http://x/v1|m"]) == 0
+    stage = json.loads(capsys.readouterr().out)["stages"]["choose"]
+    # own and planted examples alternate: choosing the first option is right on the own half
+    assert stage["n"] == 8 and stage["score"] == pytest.approx(50.0)
+    assert len(engine.of("ChooseValue")) == 8

@@ -77,6 +77,11 @@ def verdict_metric(example: dspy.Example, prediction: Any, trace: Any = None) ->
     return get_field(prediction, "verdict") == example.verdict
 
 
+def choice_metric(example: dspy.Example, prediction: Any, trace: Any = None) -> bool:
+    """Exact option letter: the value the evidence states, wherever it was listed."""
+    return str(get_field(prediction, "choice")) == example.choice
+
+
 def macro_f1(gold: Sequence[str], predicted: Sequence[str | None],
              labels: Sequence[str] = VERDICT_LABELS) -> tuple[float, dict[str, dict]]:
     """Macro-averaged F1 over `labels`; a failed prediction (None) counts as wrong.
