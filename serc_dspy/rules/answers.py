@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
@@ -39,6 +40,13 @@ one-sentence answers, lists of things, run 27 to 55."""
 _WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
            "person": ("name",)}
 """The span kinds that answer each kind of question."""
+RuleSwitch = Callable[[str], bool]
+"""Whether a rule is on (`Run.on`); the functions here default to every rule on."""
+
+
+def _every_rule(rule: str) -> bool:
+    return True
+
 
 register(
     Rule("choose.asked_place", "a short answer to a place question (\"Where ...\", \"... in "
@@ -49,6 +57,12 @@ register(
          "the question: a park's Turkish name and a language for \"which country\", a chain's "
          "name and its owner before the state it trades in", english_only=True,
          found_on="HaluEval tuning items 5, 26"),
+    Rule("choose.asked_person", "a short answer to a person question (\"Who ...\", \"What "
+         "author ...\") is offered the evidence's full names: two words or more, not a title "
+         "the evidence quotes, not a place", "ranked by the question's words, a person "
+         "question's options were a nationality, a film company and a quoted magazine, which "
+         "was chosen in both orders", english_only=True,
+         found_on="HaluEval tuning items 8, 19"),
 )
 
 
@@ -150,8 +164,7 @@ def comparison_options(question: str) -> list[str]:
     return options if all(options) and options[0].lower() != options[1].lower() else []
 
 
-def answer_slots(question: str, sentence: str, typed: bool = True, places: bool = True
-                 ) -> list[Slot]:
+def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> list[Slot]:
     """A short draft's slot: the detail of the question's kind in the draft ("Warsaw. Born
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
     itself, without its final stop."""
@@ -163,13 +176,13 @@ def answer_slots(question: str, sentence: str, typed: bool = True, places: bool 
                 return [Slot(kind="name", text=option, start=sentence.find(option))]
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
-    noun = titled(question) if typed else ""
+    noun = titled(question) if on("choose.asked_type") else ""
     closing = answer_spans(question, sentence, lambda s: s.kind == "name" and
                            closes_with(s.text, noun)) if noun else []
     if closing:  # "What book ...?" answered "... the Canterbury Book": the "... Book"
         return [Slot(kind="name", text=closing[0].text, start=closing[0].start)]
     found = answer_spans(question, sentence, lambda s: s.kind in wanted)
-    if kind == "place" and places:  # "Greece, the birthplace of democracy": Greece
+    if kind == "place" and on("choose.asked_place"):  # "Greece, the birthplace of ...": Greece
         found.sort(key=lambda s: not is_asked_place(s.text, ""))
     whole = sentence.strip().rstrip(".!")
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
@@ -223,6 +236,13 @@ def _restates(question: str, sentence: str) -> bool:
                if s.kind == "name")
 
 
+def full_name(sentence: str, span: Span) -> bool:
+    """Whether a name span can name a person in full: two words or more ("Badr Hari", not
+    "Hari" nor "American"), not a title the sentence quotes ("New Statesman"), not a place."""
+    return len(span.text.split()) > 1 and not _quoted(sentence, span) and \
+        not is_asked_place(span.text, "")
+
+
 def _quoted(sentence: str, span: Span) -> bool:
     before, after = sentence[:span.start], sentence[span.start + len(span.text):]
     return before.rstrip()[-1:] in "\"“'‘" and bool(before.strip()) and \
@@ -230,7 +250,7 @@ def _quoted(sentence: str, span: Span) -> bool:
 
 
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],
-                      typed: bool = True, places: bool = True) -> list[Candidate]:
+                      on: RuleSwitch = _every_rule) -> list[Candidate]:
     """A short answer's options: for a comparison, the two options the question names (each
     must stand in the evidence); otherwise the values of the slot's kind in the evidence
     sentences that share most words with the question; then "not stated"."""
@@ -265,13 +285,21 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     # (in the passages' order, the cap filled up before a bio's own sentence was reached)
     words = content_stems(question)
     ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
-    noun = titled(question) if typed else ""
-    place = asked_place(head_noun(question))
-    if places and slot.kind == "name" and question_kind(question) == "place" and not noun:
-        # a place question is answered by a place of the asked kind, wherever the evidence
-        # names one
+    noun = titled(question) if on("choose.asked_type") else ""
+    kind = question_kind(question)
+    if slot.kind == "name" and not noun and (
+            kind == "place" and on("choose.asked_place") or
+            kind == "person" and on("choose.asked_person")):
+        # a place question is answered by a place of the asked kind, a person question by a
+        # full name, wherever the evidence names one
+        place = asked_place(head_noun(question))
+
+        def of_kind(sentence: EvidenceSentence, span: Span, value: str) -> bool:
+            if kind == "place":
+                return is_asked_place(value, place)
+            return full_name(sentence.text, span)
         offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
-            sentence, span, value) and is_asked_place(value, place))
+            sentence, span, value) and of_kind(sentence, span, value))
         if any(c.origin == "evidence" for c in offered):
             return offered
     if noun and slot.kind == "name":
@@ -319,3 +347,28 @@ def compare_by_dates(question: str, options: list[str],
         return None
     pick = min if earlier else max
     return options[years.index(pick(years))]
+
+
+def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _every_rule
+                 ) -> tuple[str, str] | None:
+    """The rule that typed a short answer's options by the question (`choose.asked_type`,
+    `choose.asked_place`, `choose.asked_person`) and what it did, when its options were the
+    ones offered; None otherwise."""
+    offered = [c.value for c in candidates if c.origin == "evidence"]
+    noun = titled(question) if on("choose.asked_type") else ""
+    kind = question_kind(question)
+    if not offered:
+        return None
+    if noun:
+        if all(closes_with(v, noun) for v in offered):
+            return "choose.asked_type", f"the question asks for a {noun}: the options are " \
+                                        f"the evidence's names ending in it"
+    elif kind == "place" and on("choose.asked_place") and \
+            all(is_asked_place(v, "") for v in offered):
+        return "choose.asked_place", "a place question: the options are the evidence's " \
+                                     "places (" + ", ".join(offered) + ")"
+    elif kind == "person" and on("choose.asked_person") and \
+            all(len(v.split()) > 1 for v in offered):
+        return "choose.asked_person", "a person question: the options are the evidence's " \
+                                      "full names (" + ", ".join(offered) + ")"
+    return None

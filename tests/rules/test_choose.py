@@ -22,7 +22,8 @@ from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
-         "choose.asked_type", "choose.same_unit", "choose.asked_place"}
+         "choose.asked_type", "choose.same_unit", "choose.asked_place",
+         "choose.asked_person"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -360,3 +361,30 @@ def _offered(engine) -> list[str]:
     """The option values of the first choice asked."""
     shown = engine.of("ChooseValue")[0]["inputs"]["options"]
     return [line.split(") ", 1)[1].split(" (the evidence")[0] for line in shown.splitlines()]
+
+
+AUTHOR_CORPUS = LocalCorpus.from_texts({
+    "a.txt": "The essayist wrote for \"New Statesman\" and \"The Nation\" from Portsmouth. The "
+             "American writer Tom Reed was born in 1949 and wrote for weeklies.",
+})
+
+
+def _author(choose, **rules):
+    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
+    program = SERC(retriever=AUTHOR_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question="What author, born in 1949, wrote for weeklies?",
+                         draft="Paul Grant")
+    return result, engine
+
+
+def test_a_person_question_is_offered_the_evidences_full_names_only():
+    # the case that motivated it: HaluEval tuning item 19, where a quoted magazine was chosen
+    # in both orders for "What author ...?"
+    fixed, engine = _author("Tom Reed")
+    assert fixed.answer == "Tom Reed" and fixed.trace.ruled("choose.asked_person", "f0.0")
+    assert _offered(engine) == ["Paul Grant", "Tom Reed", "not stated"]
+    off, engine = _author("New Statesman", **{"choose.asked_person": False})
+    assert not off.trace.ruled("choose.asked_person") and off.answer == "New Statesman"
+    assert {"New Statesman", "American", "Tom Reed"} <= set(_offered(engine))

@@ -23,13 +23,11 @@ from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
-    closes_with,
     compare_by_dates,
     comparison_options,
     question_kind,
-    titled,
+    typed_ruling,
 )
-from serc_dspy.rules.places import is_asked_place
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame, same_unit
 from serc_dspy.rules.slots import (
@@ -157,8 +155,7 @@ class SlotChooser(Stage):
         evidence = about_subject(passages, "")
         for fact in facts:
             sentence = run.trace.sentences[fact.sentence].text
-            slots = answer_slots(question, sentence, run.on("choose.asked_type"),
-                                 run.on("choose.asked_place"))
+            slots = answer_slots(question, sentence, run.on)
             if not slots:
                 fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
                 run.rule("choose.unverified", fact.id, after="unverified",
@@ -166,10 +163,10 @@ class SlotChooser(Stage):
                 continue
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
-                candidates = answer_candidates(question, slot, evidence,
-                                               run.on("choose.asked_type"),
-                                               run.on("choose.asked_place"))
-                self.rule_typed(run, fact, slot, question, candidates)
+                candidates = answer_candidates(question, slot, evidence, run.on)
+                typed = typed_ruling(question, candidates, run.on)
+                if typed:
+                    run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     self.compare(run, fact, slot, question, evidence)
@@ -185,23 +182,6 @@ class SlotChooser(Stage):
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
-
-    @staticmethod
-    def rule_typed(run: Run, fact: Fact, slot: Slot, question: str,
-                   candidates: list[Candidate]) -> None:
-        """The ruling of a short answer's options typed by the question (`choose.asked_type`,
-        `choose.asked_place`), when the typed options were the ones offered."""
-        offered = [c.value for c in candidates if c.origin == "evidence"]
-        noun = titled(question) if run.on("choose.asked_type") else ""
-        if noun and offered and all(closes_with(v, noun) for v in offered):
-            run.rule("choose.asked_type", fact.id, before=slot.text,
-                     detail=f"the question asks for a {noun}: the options are the "
-                            f"evidence's names ending in it")
-        elif not noun and question_kind(question) == "place" and offered and \
-                run.on("choose.asked_place") and all(is_asked_place(v, "") for v in offered):
-            run.rule("choose.asked_place", fact.id, before=slot.text,
-                     detail="a place question: the options are the evidence's places (" +
-                            ", ".join(offered) + ")")
 
     def compare(self, run: Run, fact: Fact, slot: Slot, question: str,
                 evidence: list[EvidenceSentence]) -> None:
