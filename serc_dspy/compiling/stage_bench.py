@@ -222,6 +222,8 @@ _FIGURE = {"verify": "verdict accuracy, JudgeFact", "facts": "fact-level F1",
            "choose": "verdict accuracy, slot choice in two orders (sentence choice + a "
                      "second vote to contradict)",
            "correct": "gap closed", "firewall": "same/different accuracy"}
+_DEV_FIGURE = {**_FIGURE, "choose": "exact option, ChooseValue (the value a bio states, its own "
+                                    "or a planted rival listed first)"}
 
 
 def stages_table(summary: dict[str, Any]) -> str:
@@ -230,20 +232,21 @@ def stages_table(summary: dict[str, Any]) -> str:
     split = (f"{summary['dev']} unseen stance pairs, seed {summary['seed']}"
              if summary.get("pairs") == "unseen" else
              f"dev split, seed {summary['seed']}, examples {first}-{first + summary['dev'] - 1}")
+    figures = _FIGURE if summary.get("pairs") == "unseen" else _DEV_FIGURE
     lines = [f"Stages with {summary['lm']} ({prompts}; {split})",
              "",
              "| stage | figure | score | macro-F1 | n | failed | seconds |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for stage, s in summary["stages"].items():
         if "error" in s:
-            lines.append(f"| {stage} | {_FIGURE.get(stage, '')} | – | – | – | – | – "
+            lines.append(f"| {stage} | {figures.get(stage, '')} | – | – | – | – | – "
                          f"({s['error']}) |")
             continue
         score, f1 = s["score"], s.get("macro_f1")
         low_high = s.get("score_ci")
         f1_ci = s.get("macro_f1_ci")
         lines.append(
-            f"| {stage} | {_FIGURE.get(stage, '')} | {score:.1f}"
+            f"| {stage} | {figures.get(stage, '')} | {score:.1f}"
             + (f" [{low_high[0]:.1f}, {low_high[1]:.1f}]" if low_high else "") + " | "
             + ("–" if f1 is None else f"{f1:.3f}" + (f" [{f1_ci[0]:.2f}, {f1_ci[1]:.2f}]"
                                                      if f1_ci else ""))

@@ -82,8 +82,13 @@ def cited_judge(inputs):
     return {"quote": "", **judge(inputs)}
 
 
+def choose_first(inputs: dict) -> dict:
+    """The first option, always (a small model's position bias)."""
+    return {"choice": "A"}
+
+
 HANDLERS = {"JudgeFact": judge, "QuoteAndJudge": cited_judge, "AtomicFacts": split_facts,
-            "CorrectFacts": correct}
+            "CorrectFacts": correct, "ChooseValue": choose_first}
 
 
 def demo_lm(handlers=None, name="demo-aware"):
@@ -166,6 +171,11 @@ def make_data_dir(tmp_path):
     write_jsonl(root / "factcheck_gpt" / "subtask4_claim_factuality_dev.jsonl", claims)
     write_jsonl(root / "factcheck_gpt" / "benchmark_dev.jsonl", benchmark)
     write_jsonl(root / "factscore" / "labeled_dev" / "ChatGPT.jsonl", factscore_rows())
+    (root / "factscore_wiki").mkdir(parents=True)
+    (root / "factscore_wiki" / "wikipedia_dev.json").write_text(json.dumps({
+        f"Ada Brook {i}": f"Ada Brook {i} (born 190{i}) was an English chemist. She moved to "
+                          f"Leeds in 192{i}, and in 193{i} she took the chair of chemistry at "
+                          f"Leeds. She died in 197{i}." for i in range(8)}), encoding="utf-8")
     return root
 
 

@@ -116,10 +116,10 @@ def test_cli_compile_all(scripted_cli, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert captured.err == ""
-    for stage in ("verify", "verify_cited", "facts", "correct"):
+    for stage in ("verify", "verify_cited", "facts", "correct", "choose"):
         assert f"stage {stage} " in captured.out
     assert set(read_compiled(out)["stages"]) == {"single_verifier", "fact_checker",
-                                                 "fact_extractor", "corrector"}
+                                                 "fact_extractor", "corrector", "value_chooser"}
 
 
 def test_cli_compile_takes_any_teleprompter_by_import_path(scripted_cli, tmp_path, capsys):

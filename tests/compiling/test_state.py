@@ -258,7 +258,7 @@ def test_qwen_ships_a_state_that_beat_the_frozen_prompts_on_held_out_data():
     assert name in state_module.compiled_names()
     document = read_compiled(name)
     held_out = document["meta"]["held_out"]
-    stage_of = {"fact_extractor": "facts", "corrector": "correct"}
+    stage_of = {"fact_extractor": "facts", "corrector": "correct", "value_chooser": "choose"}
     assert {stage_of[s] for s in document["stages"]} == set(held_out)
     for figures in held_out.values():
         assert figures["compiled"] > figures["frozen"]
