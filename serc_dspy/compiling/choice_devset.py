@@ -98,5 +98,22 @@ def load_choice_examples(articles: str | os.PathLike[str] | Mapping[str, Any], *
                          dev_share: float = 0.5) -> Split:
     """The `choose` stage's split: by article, "own" and "planted" examples interleaved."""
     items, counts = choice_items(articles)
-    return _split(items, counts, train=train, dev=dev, seed=seed, dev_share=dev_share,
-                  balanced=True)
+    split = _split(items, counts, train=train, dev=dev, seed=seed, dev_share=dev_share,
+                   balanced=True)
+    split.train = shortest_first(split.train)
+    return split
+
+
+def shortest_first(examples: list[dspy.Example]) -> list[dspy.Example]:
+    """The train examples, shortest first, still alternating between those whose answer is
+    the first option and those whose answer is not: a demo is read on every choice call, so
+    `LabeledFewShot`'s first k cost the fewest prompt tokens, and they never teach a
+    position."""
+    def size(example: dspy.Example) -> int:
+        return len(example.evidence) + len(example.claim) + len(example.options)
+
+    first = sorted((e for e in examples if e.choice == LETTERS[0]), key=size)
+    other = sorted((e for e in examples if e.choice != LETTERS[0]), key=size)
+    ordered = [e for pair in zip(first, other, strict=False) for e in pair]
+    rest = first[len(other):] + other[len(first):]
+    return ordered + rest

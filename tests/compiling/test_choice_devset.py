@@ -40,3 +40,12 @@ def test_the_choose_stage_compiles_the_value_chooser_and_scores_the_exact_option
     example = (split.train or split.dev)[0]
     assert choice_metric(example, {"choice": example.choice})
     assert not choice_metric(example, {"choice": "F" if example.choice != "F" else "E"})
+
+
+def test_the_train_examples_come_shortest_first_and_alternate_first_and_other_options():
+    split = load_choice_examples(ARTICLES, train=20, dev=0, dev_share=0.01)
+    sizes = [len(e.evidence) + len(e.claim) + len(e.options) for e in split.train]
+    firsts = [e.choice == "A" for e in split.train]
+    pairs = min(firsts.count(True), firsts.count(False))
+    assert firsts[:2 * pairs] == [True, False] * pairs
+    assert sizes[0:2 * pairs:2] == sorted(sizes[0:2 * pairs:2])
