@@ -11,6 +11,7 @@ from collections.abc import Callable
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.people import opens_person_name
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.slots import (
     _YEAR,
@@ -58,8 +59,9 @@ register(
          "name and its owner before the state it trades in", english_only=True,
          found_on="HaluEval tuning items 5, 26"),
     Rule("choose.asked_person", "a short answer to a person question (\"Who ...\", \"What "
-         "author ...\") is offered the evidence's full names: two words or more, not a title "
-         "the evidence quotes, not a place", "ranked by the question's words, a person "
+         "author ...\") is offered the evidence's full names: two words or more, opening with "
+         "a given name (gender-guesser's list), an initial or an honorific, not a title the "
+         "evidence quotes, not a place", "ranked by the question's words, a person "
          "question's options were a nationality, a film company and a quoted magazine, which "
          "was chosen in both orders", english_only=True,
          found_on="HaluEval tuning items 8, 19"),
@@ -237,14 +239,18 @@ def _restates(question: str, sentence: str) -> bool:
 
 
 def full_name(sentence: str, span: Span) -> bool:
-    """Whether a name span can name a person in full: two words or more ("Badr Hari", not
-    "Hari" nor "American"), not a title the sentence quotes ("New Statesman"), not a place."""
-    return len(span.text.split()) > 1 and not _quoted(sentence, span) and \
-        not is_asked_place(span.text, "")
+    """Whether a name span can name a person in full: two words or more, opening with a given
+    name, an initial or an honorific ("Badr Hari", not "Hari", "American" nor "Power
+    Rangers"), not a title the sentence quotes ("The Weekly Standard"), not a place."""
+    words = span.text.split()
+    return len(words) > 1 and opens_person_name(words[0]) and \
+        not _quoted(sentence, span) and not is_asked_place(span.text, "")
 
 
 def _quoted(sentence: str, span: Span) -> bool:
+    """Whether the span stands in quotes, an article before it inside them ("The Nation")."""
     before, after = sentence[:span.start], sentence[span.start + len(span.text):]
+    before = re.sub(r"\b(?:The|A|An)\s*$", "", before)
     return before.rstrip()[-1:] in "\"“'‘" and bool(before.strip()) and \
         after.lstrip()[:1] in "\"”'’"
 
@@ -368,7 +374,7 @@ def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _e
         return "choose.asked_place", "a place question: the options are the evidence's " \
                                      "places (" + ", ".join(offered) + ")"
     elif kind == "person" and on("choose.asked_person") and \
-            all(len(v.split()) > 1 for v in offered):
+            all(len(v.split()) > 1 and opens_person_name(v.split()[0]) for v in offered):
         return "choose.asked_person", "a person question: the options are the evidence's " \
                                       "full names (" + ", ".join(offered) + ")"
     return None

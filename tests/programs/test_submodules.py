@@ -73,9 +73,10 @@ def test_serc_composes_the_modules_and_keeps_the_old_predictor_names():
 def test_a_state_saved_before_the_split_still_loads(tmp_path):
     # the shipped qwen1.5b state names its stages as SERC did before the split
     shipped = read_compiled("qwen1.5b")
-    assert set(shipped["stages"]) == {"fact_extractor", "corrector"}
+    assert set(shipped["stages"]) == {"fact_extractor", "corrector", "value_chooser"}
     serc = SERC(retriever=CountingRetriever(), compiled="qwen1.5b")
     assert serc.checks.fact_extractor.demos and serc.correction.corrector.demos
+    assert serc.choice.value_chooser.demos
     # a state saved now names the paths, and loads back the same
     path = save_compiled(serc, tmp_path / "state.json")
     again = SERC(retriever=CountingRetriever(), compiled=None)
