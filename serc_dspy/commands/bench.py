@@ -330,8 +330,9 @@ def _register_stages(kinds) -> None:
     p = kinds.add_parser(
         "stages", help="per-stage accuracy on labelled data (dev split, never trained on)",
         description="Verdicts vs Factcheck-GPT stances, atomic facts vs FActScore human facts, "
-                    "corrections vs Factcheck-GPT revisions, and the entity firewall on same- "
-                    "and different-entity descriptor pairs.")
+                    "corrections vs Factcheck-GPT revisions, slot choices vs the values the "
+                    "tuning bios state (choose; with --pairs, a verdict on stance pairs), and "
+                    "the entity firewall on same- and different-entity descriptor pairs.")
     p.add_argument("--data", required=True,
                    help="data folder holding factcheck_gpt/, factscore/ and factscore_wiki/")
     p.add_argument("--stage", action="append",
