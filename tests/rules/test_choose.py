@@ -336,7 +336,8 @@ TOWER_CORPUS = LocalCorpus.from_texts({
 def _tower(choose, **rules):
     lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
     program = SERC(retriever=TOWER_CORPUS, top_k=3, verdicts="choose", evidence="passages",
-                   queries="facts", reconstruct="minimal", rules=rules)
+                   queries="facts", reconstruct="minimal",
+                   rules={"draft.answer_sentence": True, **rules})
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
         result = program(question="The Galata Tower is located in which country?",
                          draft="The Galata Tower is located in Greece, a land of old towers.")

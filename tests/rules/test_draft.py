@@ -47,7 +47,11 @@ def test_an_ungroundable_refusal_becomes_the_no_information_answer_unless_the_ru
 def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer():
     question = "In what year was Marie Curie born?"
     sentence = "Marie Curie, the physicist and chemist, was born in the city of Warsaw in 1868."
-    trace = run(draft=sentence, question=question)
+
+    def on(draft, asked=question):  # off by default
+        return run(draft=draft, question=asked, program=SERC(
+            retriever=CountingRetriever(), rules={"draft.answer_sentence": True}))
+    trace = on(sentence)
     ruling = trace.ruled("draft.answer_sentence", "answer")[0]
     assert ruling.before == sentence and trace.short_draft and not trace.cold_start
     assert trace.firewall.error.startswith("skipped")
@@ -58,9 +62,7 @@ def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer()
             (sentence, "In what year did Marie Curie, born in 1868, move to Paris?"),
             (sentence[:-1] + ", the capital of Poland, to a family of teachers who had lost "
              "their property in the uprisings.", question)):
-        prose = run(draft=draft, question=asked)
+        prose = on(draft, asked)
         assert not prose.ruled("draft.answer_sentence") and not prose.short_draft
-    off = run(draft=sentence, question=question,
-              program=SERC(retriever=CountingRetriever(),
-                           rules={"draft.answer_sentence": False}))
+    off = run(draft=sentence, question=question)  # the default
     assert not off.ruled("draft.answer_sentence") and not off.short_draft

@@ -178,10 +178,11 @@ def test_a_long_answer_naming_the_asked_for_entity_is_not_reset_for_a_rival():
     assert trace.received == COLING and "Xiaodan Zhu" in trace.firewall.decision
     off = _coling(**{"firewall.asked_answer": False})
     assert off.firewall.reset and not off.ruled("firewall.asked_answer")
-    # a one-sentence answer is checked as the answer (`draft.answer_sentence`), not by the
-    # firewall; read as prose, it is too short for this rule
+    # with `draft.answer_sentence` on, a one-sentence answer is checked as the answer, not by
+    # the firewall; read as prose, it is too short for this rule
     sentence = "The general chair of COLING 2020 was Dan Jurafsky."
-    assert _coling(draft=sentence).ruled("draft.answer_sentence")
-    short = _coling(draft=sentence, **{"draft.answer_sentence": False})
+    assert _coling(draft=sentence, **{"draft.answer_sentence": True}).ruled(
+        "draft.answer_sentence")
+    short = _coling(draft=sentence)  # the rule is off by default
     assert short.firewall.reset and not short.ruled("firewall.asked_answer")
     assert not run().ruled("firewall.asked_answer")  # a bio question names its subject
