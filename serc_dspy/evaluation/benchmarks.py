@@ -64,8 +64,10 @@ _GLUED = re.compile(r"(?<=[a-z0-9)\]\"”’])\.(?=[A-Z][a-z])")
 
 def unglued(knowledge: str) -> str:
     """HaluEval's knowledge is its Wikipedia paragraphs glued with no space ("... in the 19th
-    century.First for Women is ..."): a paragraph break there, so that no sentence runs on
-    into the next paragraph and makes "century.First" or "Youth.Dennis" a name."""
+    century.First for Women is ..."): the paragraph break put back, so the item's knowledge
+    source holds its paragraphs as passages, each about its own subject. (Within any passage,
+    `rules.slots.about_subject` splits glued sentences too; this restores the dataset's
+    paragraphs, which no rule can know.)"""
     return _GLUED.sub(".\n\n", knowledge)
 
 
