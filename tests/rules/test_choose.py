@@ -277,14 +277,18 @@ BOOK_CORPUS = LocalCorpus.from_texts({
 })
 
 
-def _book(choose, **rules):
+def _answer(corpus, question, draft, choose, **rules):
+    """A short answer decoded against `corpus`, the chooser picking `choose`; (result, engine)."""
     lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
-    program = SERC(retriever=BOOK_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+    program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", rules=rules)
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        result = program(question="What book preserves the poem Widsith?",
-                         draft="The Canterbury Tales.")
-    return result, engine
+        return program(question=question, draft=draft), engine
+
+
+def _book(choose, **rules):
+    return _answer(BOOK_CORPUS, "What book preserves the poem Widsith?",
+                   "The Canterbury Tales.", choose, **rules)
 
 
 def test_a_short_answer_to_what_book_is_offered_the_evidences_books():
@@ -334,14 +338,9 @@ TOWER_CORPUS = LocalCorpus.from_texts({
 
 
 def _tower(choose, **rules):
-    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
-    program = SERC(retriever=TOWER_CORPUS, top_k=3, verdicts="choose", evidence="passages",
-                   queries="facts", reconstruct="minimal",
-                   rules={"draft.answer_sentence": True, **rules})
-    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        result = program(question="The Galata Tower is located in which country?",
-                         draft="The Galata Tower is located in Greece, a land of old towers.")
-    return result, engine
+    return _answer(TOWER_CORPUS, "The Galata Tower is located in which country?",
+                   "The Galata Tower is located in Greece, a land of old towers.", choose,
+                   **{"draft.answer_sentence": True, **rules})
 
 
 def test_a_place_question_is_offered_the_evidences_places_of_the_asked_kind():
@@ -371,13 +370,8 @@ AUTHOR_CORPUS = LocalCorpus.from_texts({
 
 
 def _author(choose, **rules):
-    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
-    program = SERC(retriever=AUTHOR_CORPUS, top_k=3, verdicts="choose", evidence="passages",
-                   queries="facts", reconstruct="minimal", rules=rules)
-    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        result = program(question="What author, born in 1949, wrote for weeklies?",
-                         draft="Paul Grant")
-    return result, engine
+    return _answer(AUTHOR_CORPUS, "What author, born in 1949, wrote for weeklies?",
+                   "Paul Grant", choose, **rules)
 
 
 def test_a_person_question_is_offered_the_evidences_full_names_only():
