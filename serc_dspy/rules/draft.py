@@ -16,11 +16,15 @@ register(
          "that value is its one slot, with the evidence's values of that kind as options",
          "HaluEval's sentence answers went through the prose path (the firewall, the fact "
          "extractor, every detail a slot), which checked the details the question had given "
-         "and left the asked value alone (off by default: on HaluEval's report split it fired "
-         "on 14 sentence answers, fixed 2 the prose path had not and lost 6 it had)",
-         english_only=True, default=False,
+         "and left the asked value alone",
+         english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval tuning items 11, 26, 29"),
+    Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence`) whose value "
+         "the slot check neither supported nor corrected (the two orders disagree, no rival, "
+         "a rival held back) is decoded again as prose (off: it is kept, unverified)",
+         "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "
+         "the prose path had not, and left open 6 that the prose path's rewrites had fixed"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "

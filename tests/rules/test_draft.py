@@ -1,10 +1,15 @@
 """`rules.draft`: a caller's short draft is checked as one claim."""
 
+import dspy
 from rules_helpers import CountingRetriever, run
+from scripted import scripted_lm
+from test_choice import pick
+from test_serc import handlers
 
-from serc_dspy import SERC
+from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 
-FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.cold_start", "draft.no_info"}
+FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.sentence_as_prose",
+         "draft.cold_start", "draft.no_info"}
 QUIET = set(FIRES)
 
 
@@ -48,9 +53,9 @@ def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer()
     question = "In what year was Marie Curie born?"
     sentence = "Marie Curie, the physicist and chemist, was born in the city of Warsaw in 1868."
 
-    def on(draft, asked=question):  # off by default
+    def on(draft, asked=question):  # (the prose fallback off: the sentence check alone)
         return run(draft=draft, question=asked, program=SERC(
-            retriever=CountingRetriever(), rules={"draft.answer_sentence": True}))
+            retriever=CountingRetriever(), rules={"draft.sentence_as_prose": False}))
     trace = on(sentence)
     ruling = trace.ruled("draft.answer_sentence", "answer")[0]
     assert ruling.before == sentence and trace.short_draft and not trace.cold_start
@@ -64,5 +69,48 @@ def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer()
              "their property in the uprisings.", question)):
         prose = on(draft, asked)
         assert not prose.ruled("draft.answer_sentence") and not prose.short_draft
-    off = run(draft=sentence, question=question)  # the default
+    off = run(draft=sentence, question=question, program=SERC(
+        retriever=CountingRetriever(), rules={"draft.answer_sentence": False}))
     assert not off.ruled("draft.answer_sentence") and not off.short_draft
+
+
+RACE = LocalCorpus.from_texts({"r.txt": "The 1976 German Grand Prix was won by James Hunt. "
+                                        "Hunt retired from racing in 1979."})
+RACE_QUESTION = "The 1976 German Grand Prix was won by a driver who retired in what year?"
+RACE_DRAFT = "The 1976 German Grand Prix was won by a driver who retired in 1980."
+
+
+def _race(choose, **rules):
+    lm, engine = scripted_lm(handlers(ChooseValue=choose))
+    program = SERC(retriever=RACE, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=RACE_QUESTION, draft=RACE_DRAFT), engine
+
+
+def test_a_sentence_answer_the_slot_check_leaves_open_is_decoded_again_as_prose():
+    def by_position(inputs):  # the first option in each order: the two orders disagree
+        return {"choice": "A"}
+    result, engine = _race(by_position)
+    trace = result.trace
+    ruling = trace.ruled("draft.sentence_as_prose", "answer")[0]
+    assert "'1980'" in ruling.detail and "disagree" in ruling.detail
+    assert not trace.short_draft and trace.ruled("draft.answer_sentence", "answer")
+    # the prose decoder ran: the fact extractor after the two choices, its own facts in the
+    # trace, and the sentence check's rulings moved to the answer node with where they were
+    names = [call["signature"] for call in engine.calls]
+    assert names.index("AtomicFacts") > names.index("ChooseValue")
+    assert trace.facts and all(not s.note.startswith("the two orders") for f in trace.facts
+                               for s in f.slots)
+    moved = [r for r in trace.ruled("choose.") if "(the sentence check, on f0.0)" in r.detail]
+    assert moved and all(r.node == "answer" for r in moved)
+    kept, _ = _race(by_position, **{"draft.sentence_as_prose": False})
+    assert kept.answer == RACE_DRAFT and kept.trace.short_draft
+    assert not kept.trace.ruled("draft.sentence_as_prose")
+
+
+def test_a_sentence_answer_the_slot_check_corrects_is_not_decoded_again():
+    result, engine = _race(pick("1979"))
+    assert result.answer == RACE_DRAFT.replace("1980", "1979")
+    assert not result.trace.ruled("draft.sentence_as_prose") and result.trace.short_draft
+    assert "AtomicFacts" not in {call["signature"] for call in engine.calls}

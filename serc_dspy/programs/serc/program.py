@@ -20,7 +20,7 @@ import dspy
 
 from serc_dspy.core.layout import Layout
 from serc_dspy.core.text import is_refusal, needs_cold_start
-from serc_dspy.core.trace import Passage, Sentence
+from serc_dspy.core.trace import Firewall, Passage, Sentence
 from serc_dspy.programs.base import (
     NO_INFO_ANSWER,
     InputError,
@@ -154,16 +154,25 @@ class SERC(TracedProgram):
         received = await self.align(run, question, draft)              # Phase 1: R
         if received is None:                                           # no usable answer
             return self.finish(run, run.trace.answer)
+        answer = await self.decode(run, received)                      # Phases 2-4
+        if self.sentence_left_open(run):                               # a sentence answer
+            received = await self.as_prose(run, question)              # the check left open
+            answer = await self.decode(run, received)
+        return self.finish(run, answer)
+
+    async def decode(self, run: Run, received: str) -> str:
+        """Phases 2-4 on the received answer: the decoded text (the received text itself when
+        the run failed: out of time, or nothing verified)."""
         layout = self.split(run, received)                             # S_1 .. S_n
         if layout is None:                                             # out of time
-            return self.finish(run, received)
+            return received
         sentences = run.trace.sentences
         accepted = AcceptedFacts(len(sentences))
         run.expect("decompose", min(len(sentences), self.settings.max_sentences))
         await gather(*(self.decode_sentence(run, s, accepted) for s in sentences))
         if self.nothing_verified(run):
-            return self.finish(run, run.trace.received)
-        return self.finish(run, await self.reconstruction.polish(run, layout))        # Phase 4
+            return run.trace.received
+        return await self.reconstruction.polish(run, layout)                   # Phase 4
 
     async def decode_sentence(self, run: Run, sentence: Sentence,
                               accepted: AcceptedFacts) -> None:
@@ -257,6 +266,42 @@ class SERC(TracedProgram):
             await self.entities.entity_firewall(run, question, context)
         elif trace.cold_start:
             trace.firewall.error = "skipped: the answer was already grounded by the cold start"
+        return trace.received
+
+    @staticmethod
+    def sentence_left_open(run: Run) -> bool:
+        """Whether a sentence answer (`draft.answer_sentence`) was checked as a short answer
+        and its value neither supported nor corrected, so that `draft.sentence_as_prose`
+        decodes it again as prose."""
+        trace = run.trace
+        if trace.status == "failed" or not trace.ruled("draft.answer_sentence", "answer") or \
+                not run.on("draft.sentence_as_prose"):
+            return False
+        rulings = [s.ruling for f in trace.facts for s in f.slots]
+        return not any(r in ("supported", "contradicted") for r in rulings)
+
+    async def as_prose(self, run: Run, question: str) -> str:
+        """`draft.sentence_as_prose`: a sentence answer whose value the slot check left open
+        is decoded again as prose (the firewall, the fact extractor, every detail a slot),
+        whose rewrites fix sentence answers that a choice among values misses. The first
+        check's rulings stay in the trace, on the answer node, with what it found."""
+        trace = run.trace
+        found = "; ".join(f"{s.text!r}: {s.note or s.ruling}" for f in trace.facts
+                          for s in f.slots) or "no slot"
+        for ruling in trace.rulings:
+            if ruling.node not in ("answer", "firewall"):
+                ruling.detail = f"(the sentence check, on {ruling.node}) {ruling.detail}"
+                ruling.node = "answer"
+        run.rule("draft.sentence_as_prose", "answer", before=trace.received,
+                 after=trace.received, detail=f"the sentence check left its value open "
+                                              f"({found}): decoded as prose")
+        trace.short_draft = False
+        trace.sentences, trace.facts, trace.checks, trace.corrections = [], [], [], []
+        trace.reconstructed = ""
+        trace.firewall = Firewall(enabled=self.settings.firewall)
+        if self.settings.firewall:
+            await self.entities.entity_firewall(run, question,
+                                                LazyContext(self.settings, run, question))
         return trace.received
 
     @staticmethod
