@@ -20,7 +20,7 @@ import dspy
 from serc_dspy.compiling.devsets import Split, _id, _Item, _split
 from serc_dspy.core.text import split_sentences
 from serc_dspy.core.trace import Candidate, Passage, Slot
-from serc_dspy.programs.serc.choice import LETTERS, option_orders, shown
+from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown
 from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
 from serc_dspy.rules.slots import (
     about_subject,

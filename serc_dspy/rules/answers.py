@@ -65,6 +65,12 @@ register(
          "question's options were a nationality, a film company and a quoted magazine, which "
          "was chosen in both orders", english_only=True,
          found_on="HaluEval tuning items 8, 19"),
+    Rule("choose.third_order", "a short answer whose two option orders chose different values "
+         "is asked once more, its values turned by half; the value two of the three orders "
+         "chose stands as if both had chosen it, every guard still applying, else the answer "
+         "stays unverified (with three values or more; two values have no third order)",
+         "the two orders disagreed on a quarter of HaluEval's hallucinated answers, often "
+         "between the right value and a value at the first position"),
 )
 
 

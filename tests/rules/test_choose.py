@@ -23,7 +23,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
-         "choose.asked_person"}
+         "choose.asked_person", "choose.third_order"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -278,8 +278,14 @@ BOOK_CORPUS = LocalCorpus.from_texts({
 
 
 def _answer(corpus, question, draft, choose, **rules):
-    """A short answer decoded against `corpus`, the chooser picking `choose`; (result, engine)."""
-    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose)))
+    """A short answer decoded against `corpus`, the chooser picking `choose` (a value, or one
+    value for each call in turn); (result, engine)."""
+    if isinstance(choose, list):
+        turns = iter(choose)
+        chooser = lambda inputs: pick(next(turns))(inputs)  # noqa: E731
+    else:
+        chooser = pick(choose)
+    lm, engine = scripted_lm(handlers(ChooseValue=chooser))
     program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", rules=rules)
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
@@ -383,3 +389,31 @@ def test_a_person_question_is_offered_the_evidences_full_names_only():
     off, engine = _author("New Statesman", **{"choose.asked_person": False})
     assert not off.trace.ruled("choose.asked_person") and off.answer == "New Statesman"
     assert {"New Statesman", "American", "Tom Reed"} <= set(_offered(engine))
+
+
+FILM_CORPUS = LocalCorpus.from_texts({
+    "f.txt": "Beowulf is a 2007 film directed by Robert Zemeckis. Its screenplay is by Neil "
+             "Gaiman and Roger Avary.",
+})
+
+
+def _film(turns, **rules):
+    return _answer(FILM_CORPUS, "Beowulf, a 2007 film, was directed by who?", "Steven Spielberg",
+                   turns, **rules)
+
+
+def test_a_short_answer_whose_two_orders_disagree_is_asked_in_a_third_order():
+    # the orders disagree: the first option of the first order, then the right value
+    fixed, engine = _film(["Neil Gaiman", "Robert Zemeckis", "Robert Zemeckis"])
+    assert fixed.answer == "Robert Zemeckis"
+    assert fixed.trace.ruled("choose.third_order", "f0.0")[0].after == "Robert Zemeckis"
+    orders = [[line.split(") ", 1)[1].split(" (the")[0] for line in
+               call["inputs"]["options"].splitlines()] for call in engine.of("ChooseValue")]
+    assert orders[2] == ["Neil Gaiman", "Roger Avary", "Steven Spielberg", "Robert Zemeckis",
+                         "not stated"] == orders[0][2:4] + orders[0][:2] + ["not stated"]
+    split, _ = _film(["Neil Gaiman", "Robert Zemeckis", "Roger Avary"])
+    assert split.answer == "Steven Spielberg" and not split.trace.ruled("choose.third_order")
+    assert split.trace.fact("f0.0").slots[0].note.startswith("the three orders disagree")
+    off, engine = _film(["Neil Gaiman", "Robert Zemeckis"], **{"choose.third_order": False})
+    assert off.answer == "Steven Spielberg" and len(engine.of("ChooseValue")) == 2
+    assert not off.trace.ruled("choose.third_order")

@@ -20,6 +20,7 @@ import dspy
 from serc_dspy.core.trace import Candidate, Check, Fact, Passage, Sentence, Slot, Trace, Witness
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
+from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
@@ -45,7 +46,6 @@ from serc_dspy.rules.words import content_stems
 from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import ChooseSentence, ChooseValue
 
-LETTERS = "ABCDEF"
 MAX_SENTENCES = 6
 """Evidence sentences a sentence choice lists (those sharing most words with the claim)."""
 
@@ -63,22 +63,6 @@ def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:
                 evidence[k + 1].passage == sentence.passage else ""
             return sentence.text + " " + following
     return ""
-
-
-def shown(candidate: Candidate) -> str:
-    """An option as the model reads it: an evidence value with the words that lead up to it
-    ("1934 (the evidence: "...died on 4 July 1934")"), so it finds the value's sentence."""
-    if candidate.origin != "evidence" or not candidate.context:
-        return candidate.value
-    return f'{candidate.value} (the evidence: "...{candidate.context}")'
-
-
-def option_orders(candidates: list[Candidate]) -> list[list[Candidate]]:
-    """The values in the order found (the fact's own first), then reversed; "not stated" is
-    always last, so the two orders put every value at another position."""
-    values = [c for c in candidates if c.origin != "none"]
-    tail = [c for c in candidates if c.origin == "none"]
-    return [values + tail, values[::-1] + tail]
 
 
 class SlotChooser(Stage):
@@ -229,6 +213,9 @@ class SlotChooser(Stage):
             asked[key] = await self.ask(run, fact, slot, text, claim)
         slot.choices = list(asked[key])
         first, second = slot.choices
+        if short and first != second and len(slot.candidates) > 3 and \
+                run.on("choose.third_order"):
+            first, second = await self.third_ask(run, fact, slot, text, claim)
         own = slot.candidates[0].value
         if first is not None and first == second:
             if first == own:
@@ -275,14 +262,32 @@ class SlotChooser(Stage):
             slot.ruling = "rejected"
             slot.note = f"its value was passed over in both orders, for {first!r} and " \
                         f"{second!r}, and no passage states it"
+        elif len(slot.choices) == 3:
+            slot.note = "the three orders disagree (" + ", ".join(map(repr, slot.choices)) + ")"
         else:
             slot.note = f"the two orders disagree ({first!r}, {second!r})"
 
-    async def ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str
-                  ) -> list[str | None]:
+    async def third_ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str
+                        ) -> tuple[str | None, str | None]:
+        """`choose.third_order`: a short answer whose two orders disagree is asked once more,
+        its values turned by half; the value two of the three orders chose stands as if both
+        had chosen it (every guard still applies), else the three disagree."""
+        third = (await self.ask(run, fact, slot, text, claim,
+                                orders=[third_order(slot.candidates)]))[0]
+        first, second = slot.choices
+        slot.choices.append(third)
+        if third is None or third not in (first, second):
+            return first, second
+        run.rule("choose.third_order", fact.id, before=slot.text, after=third,
+                 detail=f"the two orders disagreed ({first!r}, {second!r}); a third, turned "
+                        f"by half, chose {third!r}")
+        return third, third
+
+    async def ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str,
+                  orders: list[list[Candidate]] | None = None) -> list[str | None]:
         """The value chosen for the blank in each option order (None: no usable reply)."""
         chosen: list[str | None] = []
-        for order in option_orders(slot.candidates):
+        for order in orders or option_orders(slot.candidates):
             options = "\n".join(f"{letter}) {shown(c)}"
                                 for letter, c in zip(LETTERS[:len(order)], order, strict=True))
 
