@@ -70,7 +70,10 @@ register(
          "chose stands as if both had chosen it, every guard still applying, else the answer "
          "stays unverified (with three values or more; two values have no third order)",
          "the two orders disagreed on a quarter of HaluEval's hallucinated answers, often "
-         "between the right value and a value at the first position"),
+         "between the right value and a value at the first position (off by default: on the "
+         "tuning items the third order sided with a wrong value 4 times in 5, swapping one "
+         "wrong answer for another twice and held back by `choose.own_stated` twice)",
+         default=False, found_on="HaluEval tuning items 2, 12, 25"),
 )
 
 

@@ -397,9 +397,9 @@ FILM_CORPUS = LocalCorpus.from_texts({
 })
 
 
-def _film(turns, **rules):
+def _film(turns, **rules):  # (`choose.third_order` is off by default)
     return _answer(FILM_CORPUS, "Beowulf, a 2007 film, was directed by who?", "Steven Spielberg",
-                   turns, **rules)
+                   turns, **{"choose.third_order": True, **rules})
 
 
 def test_a_short_answer_whose_two_orders_disagree_is_asked_in_a_third_order():
