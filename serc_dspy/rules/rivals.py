@@ -1,6 +1,7 @@
 """Whether a rival value chosen in both option orders may replace a fact's own: the `choose.`
 rules that hold a choice back when the evidence states the fact's value for its event, or when
-the rival's own words are about another thing (`choose.own_stated`, `choose.same_frame`).
+the rival's own words are about another thing (`choose.own_stated`, `choose.same_frame`,
+`choose.same_unit`, `choose.same_range`).
 
 A swap chosen twice by a 1.5B model is still a reading of the evidence, and on clean text most
 such swaps hit true details: these rules ask the passages, not the model, whether the rival is
@@ -38,6 +39,13 @@ register(
          "(\"36% Oxygen\") and \"390 USD\" to 2,000 (\"2,000 DKK\")", english_only=True,
          found_on="Factcheck-Bench items 9, 11, 23 (tuning split)",
          thresholds={"unit_words": UNIT_WORDS}),
+    Rule("choose.same_range", "a year or date rival chosen in both orders is swapped in only "
+         "when it stands at the same end of a range as the slot's value, or either stands in "
+         "none (a range: two years joined by a dash, \"to\", \"until\" or \"through\"); "
+         "otherwise the fact stays unverified", "on a tuning bio's clean draft \"1969 to "
+         "1972\" became \"1969 to 1967\", from a vice-governorship \"(1967–1969)\" that "
+         "ended as the fact's term began", english_only=True,
+         found_on="wikipedia_dev.json, Antonio Diaz (Filipino politician), K = 0"),
     Rule("choose.own_stated", "a slot's rival chosen in both orders is not swapped in when "
          "the evidence states the fact's own value in a sentence about the fact's event more "
          "closely than the rival's sentence, or word for word with the two words each side of "
@@ -204,3 +212,35 @@ def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
             own = max(own, around(sentence, m.start(), m.end()))
     at = (chosen.offset or 0) - rival.offset
     return around(rival, at, at + len(chosen.value)) > own
+
+
+_RANGE_JOIN = r"\s*(?:–|—|-|\bto\b|\buntil\b|\btill\b|\bthrough\b)\s*"
+_DAY_MONTH = r"(?:[A-Za-z]+\.?\s+){0,2}(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:[A-Za-z]+\.?\s+)?"
+_OPENS_RANGE = re.compile(_RANGE_JOIN + _DAY_MONTH + r"\d{4}\b")
+_CLOSES_RANGE = re.compile(r"\b\d{4}\)?" + _RANGE_JOIN + _DAY_MONTH + r"$")
+
+
+def range_end(text: str, start: int, end: int) -> str:
+    """Which end of a range of years the value at text[start:end] stands at: "start" ("1967" in
+    "(1967–1969)", "January 3, 1905 – February 3, 1961"), "end" ("1972" in "from 1969 to
+    1972"), or "" when it stands in none."""
+    if _OPENS_RANGE.match(text, end):
+        return "start"
+    if _CLOSES_RANGE.search(text[:start]):
+        return "end"
+    return ""
+
+
+def same_range(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
+               ) -> bool:
+    """Whether a year or date rival may replace the slot's: not when one closes a range and the
+    other opens one ("1969 to 1972" is not corrected by the 1967 of "(1967–1969)", a term that
+    ended as the fact's began). Where either stands in no range, it is not held back."""
+    rival = sentence_of(chosen, evidence)
+    if slot.kind not in ("year", "date") or rival is None:
+        return True
+    own = range_end(fact, slot.start, slot.start + len(slot.text))
+    at = (chosen.offset or 0) - rival.offset
+    found = rival.text.find(chosen.value, at)
+    theirs = range_end(rival.text, at, found + len(chosen.value)) if found >= 0 else ""
+    return not own or not theirs or own == theirs

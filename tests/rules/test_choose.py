@@ -23,7 +23,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
-         "choose.asked_person", "choose.third_order"}
+         "choose.asked_person", "choose.third_order", "choose.same_range"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -335,6 +335,34 @@ def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
     off, _ = decode(draft, facts, corpus=corpus, choose=pick_19,
                     rules={"choose.same_frame": False, "choose.same_unit": False})
     assert not off.trace.ruled("choose.same_unit") and "19 chromosomes" in off.answer
+
+
+def test_a_year_rival_at_the_other_end_of_a_range_is_not_swapped_in():
+    # the case that motivated it: a tuning bio's clean "1969 to 1972" became "1969 to 1967",
+    # from a vice-governorship "(1967–1969)" that ended as the fact's term began
+    from serc_dspy.rules.rivals import range_end
+
+    text = "governor of Zambales (1967–1969), before his first term from 1969 to 1972"
+    assert [range_end(text, text.find(y), text.find(y) + 4) for y in ("1967", "1972")] == \
+        ["start", "end"]
+    assert range_end("born on 3 March 1951 in Paris", 16, 20) == ""
+    draft = "Marie Curie directed the lab of her institute in Paris from 1969 to 1972."
+
+    def end_year(rival):  # the rival for the range's end, the own value elsewhere
+        return lambda i: pick(rival if "to ___" in i["claim"] else "not stated")(i)
+
+    def run(text, rival, **rules):
+        corpus = LocalCorpus.from_texts({"p.txt": text})
+        return decode(draft, {draft: [draft]}, corpus=corpus, choose=end_year(rival),
+                      rules={"choose.same_frame": False, **rules})[0]
+    other_end = "Marie Curie was vice director of the lab (1967–1969) before she directed it."
+    held = run(other_end, "1967")
+    assert held.trace.ruled("choose.same_range", "f0.0") and held.answer == draft
+    off = run(other_end, "1967", **{"choose.same_range": False})
+    assert not off.trace.ruled("choose.same_range") and "1969 to 1967" in off.answer
+    # a rival at the same end is no concern of this rule
+    moved = run("Marie Curie directed the lab from 1969 to 1974.", "1974")
+    assert not moved.trace.ruled("choose.same_range") and "1969 to 1974" in moved.answer
 
 
 TOWER_CORPUS = LocalCorpus.from_texts({

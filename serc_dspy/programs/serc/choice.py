@@ -30,7 +30,13 @@ from serc_dspy.rules.answers import (
     typed_ruling,
 )
 from serc_dspy.rules.quotes import opening_name
-from serc_dspy.rules.rivals import asked_frame, own_attested, same_frame, same_unit
+from serc_dspy.rules.rivals import (
+    asked_frame,
+    own_attested,
+    same_frame,
+    same_range,
+    same_unit,
+)
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
@@ -242,19 +248,8 @@ class SlotChooser(Stage):
                                 + ("" if short else "for this event more closely")
                     run.rule("choose.own_stated", fact.id, before=slot.text, after=first,
                              detail=slot.note)
-                elif not short and run.on("choose.same_frame") and \
-                        not same_frame(slot, fact.text, evidence, rival, name):
-                    slot.ruling, slot.chosen = "unverified", None
-                    slot.note = f"{first!r} was chosen, but the words around it in its " \
-                                "passage are about something else"
-                    run.rule("choose.same_frame", fact.id, before=slot.text, after=first,
-                             detail=slot.note)
-                elif not short and run.on("choose.same_unit") and \
-                        not same_unit(slot, fact.text, evidence, rival):
-                    slot.ruling, slot.chosen = "unverified", None
-                    slot.note = f"{first!r} was chosen, but it counts something else"
-                    run.rule("choose.same_unit", fact.id, before=slot.text, after=first,
-                             detail=slot.note)
+                elif not short:
+                    self.hold_back(run, fact, slot, evidence, rival, name)
             else:
                 slot.note = "not stated, in both orders"
         elif not short and not own_stated and first not in (None, own, NOT_STATED) and \
@@ -266,6 +261,24 @@ class SlotChooser(Stage):
             slot.note = "the three orders disagree (" + ", ".join(map(repr, slot.choices)) + ")"
         else:
             slot.note = f"the two orders disagree ({first!r}, {second!r})"
+
+    @staticmethod
+    def hold_back(run: Run, fact: Fact, slot: Slot, evidence: list[EvidenceSentence],
+                  rival: Candidate, name: str) -> None:
+        """The guards on a rival a fact's slot chose in both orders (`rules.rivals`): the first
+        that finds it a value of another thing leaves the fact unverified."""
+        for rule, fits, why in (
+                ("choose.same_frame", lambda: same_frame(slot, fact.text, evidence, rival, name),
+                 "the words around it in its passage are about something else"),
+                ("choose.same_unit", lambda: same_unit(slot, fact.text, evidence, rival),
+                 "it counts something else"),
+                ("choose.same_range", lambda: same_range(slot, fact.text, evidence, rival),
+                 "it stands at the other end of a range than the slot's value")):
+            if run.on(rule) and not fits():
+                slot.ruling, slot.chosen = "unverified", None
+                slot.note = f"{rival.value!r} was chosen, but {why}"
+                run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=slot.note)
+                return
 
     async def third_ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str
                         ) -> tuple[str | None, str | None]:
