@@ -16,8 +16,7 @@ register(
          "that value is its one slot, with the evidence's values of that kind as options",
          "HaluEval's sentence answers went through the prose path (the firewall, the fact "
          "extractor, every detail a slot), which checked the details the question had given "
-         "and left the asked value alone",
-         english_only=True,
+         "and left the asked value alone", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval tuning items 11, 26, 29"),
     Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence`) whose value "

@@ -17,17 +17,22 @@ def shown(candidate: Candidate) -> str:
     return f'{candidate.value} (the evidence: "...{candidate.context}")'
 
 
+def _values(candidates: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+    """The values to order, and "not stated", which always stands last."""
+    return ([c for c in candidates if c.origin != "none"],
+            [c for c in candidates if c.origin == "none"])
+
+
 def option_orders(candidates: list[Candidate]) -> list[list[Candidate]]:
     """The values in the order found (the fact's own first), then reversed; "not stated" is
     always last, so the two orders put every value at another position."""
-    values = [c for c in candidates if c.origin != "none"]
-    tail = [c for c in candidates if c.origin == "none"]
+    values, tail = _values(candidates)
     return [values + tail, values[::-1] + tail]
 
 
 def third_order(candidates: list[Candidate]) -> list[Candidate]:
     """The values turned by half their number ([a, b, c, d] -> [c, d, a, b]): with three
     values or more, each stands somewhere it stood in neither first order, or nearly so."""
-    values = [c for c in candidates if c.origin != "none"]
+    values, tail = _values(candidates)
     turn = len(values) // 2
-    return values[turn:] + values[:turn] + [c for c in candidates if c.origin == "none"]
+    return values[turn:] + values[:turn] + tail
