@@ -1,7 +1,7 @@
 """Whether a rival value chosen in both option orders may replace a fact's own: the `choose.`
 rules that hold a choice back when the evidence states the fact's value for its event, or when
 the rival's own words are about another thing (`choose.own_stated`, `choose.same_frame`,
-`choose.same_unit`, `choose.same_range`).
+`choose.same_unit`, `choose.counted_noun`, `choose.same_range`).
 
 A swap chosen twice by a 1.5B model is still a reading of the evidence, and on clean text most
 such swaps hit true details: these rules ask the passages, not the model, whether the rival is
@@ -25,6 +25,9 @@ born on 3 March 1951 into a poor family in ___")."""
 RIVAL_FRAME_WORDS = 5
 UNIT_WORDS = 3
 """Words after a number its noun phrase may run to ("38 chromosomes", "19 chromosome pairs")."""
+ECHO_MARGIN = 2
+"""Question words more that the sentences naming one value must share than those naming the
+other, for `choose.question_echo` to take it ("Badr Hari": 16 against 1)."""
 ASKED_WORDS = 3
 """Words before a question's closing wh-word that say what it asks ("film, directed by who?")."""
 _CLOSING_WH = re.compile(rf"((?:[^\s?]+\s+){{1,{ASKED_WORDS}}})(?:who|whom|what|which|when|"
@@ -38,6 +41,17 @@ register(
          "\"38 chromosomes\" to 19 (\"19 chromosome pairs\"), \"79% nitrogen\" to 36% "
          "(\"36% Oxygen\") and \"390 USD\" to 2,000 (\"2,000 DKK\")", english_only=True,
          found_on="Factcheck-Bench items 9, 11, 23 (tuning split)",
+         thresholds={"unit_words": UNIT_WORDS}),
+    Rule("choose.counted_noun", "a number rival chosen in both orders is swapped in only "
+         "when each of the two numbers is followed by the noun it counts, so that "
+         "`choose.same_unit` can compare them; a bare number (\"at the age of 11\", \"24 "
+         "other tournaments\", \"three, teen-age girls\") or one inside a name (\"50 Cent\") "
+         "leaves the fact unverified", "on the tuning split every number swap whose either "
+         "side counted no noun was wrong: \"at the age of 11\" became nine, \"50 Cent\" 5, "
+         "\"one of the best restaurants\" 50 (\"World's 50 Best\"), a list's \"1.\" three; "
+         "the one right number swap (\"one new star\" to 7 \"stars\") counts a noun on both "
+         "sides", english_only=True, found_on="wikipedia_dev.json (Anna May Wong, Focus..., "
+         "K = 0 and 2); Factcheck-Bench items 11, 15 (tuning split)",
          thresholds={"unit_words": UNIT_WORDS}),
     Rule("choose.same_range", "a year or date rival chosen in both orders is swapped in only "
          "when it stands at the same end of a range as the slot's value, or either stands in "
@@ -63,6 +77,16 @@ register(
          "people a question describes, and broke a right answer", found_on="HaluEval tuning "
          "items 12, 17", thresholds={"rival_frame_words": RIVAL_FRAME_WORDS,
                                            "asked_words": ASKED_WORDS}),
+    Rule("choose.question_echo", "a caller's short answer whose two option orders each passed "
+         "it over, for two different rivals, takes the rival whose evidence sentences share "
+         "`echo_margin` more of the question's content words than the other's; and a rival "
+         "chosen so, or in both orders, replaces an answer the evidence states when it leads "
+         "the answer by as many (the `choose.own_stated` guard yields)", "HaluEval's questions "
+         "describe their answer in the words of the evidence about it (\"was once considered "
+         "the best kickboxer in the world, however he has been involved in a number of "
+         "controversies\"); on the tuning items the model passed such answers over for two "
+         "different rivals, and the draft stayed wrong", found_on="HaluEval tuning items 2, 12",
+         thresholds={"echo_margin": ECHO_MARGIN}),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
@@ -81,6 +105,19 @@ def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
     """The evidence sentence an evidence candidate was found in (None: not at hand)."""
     return next((s for s in evidence if s.passage == candidate.passage and
                  s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
+
+
+def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:
+    """The evidence sentence the slot's chosen value was found in, and the one after it."""
+    found = next((c for c in slot.candidates if c.value == slot.chosen and c.origin ==
+                  "evidence"), None)
+    sentence = sentence_of(found, evidence) if found is not None else None
+    if sentence is None:
+        return ""
+    k = evidence.index(sentence)
+    following = evidence[k + 1].text if k + 1 < len(evidence) and \
+        evidence[k + 1].passage == sentence.passage else ""
+    return sentence.text + " " + following
 
 
 PHRASE_WORDS = 2
@@ -183,6 +220,20 @@ def same_unit(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: C
     return not theirs or theirs == own
 
 
+def counted_noun(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
+                 ) -> bool:
+    """Whether a number rival and the slot's number each count a noun (`unit_of`): without
+    both, `same_unit` has nothing to compare, and a bare number in a bio is most often
+    another count the passage makes ("at the age of nine" for an 11 the article gives
+    elsewhere). Not a number, or the rival's sentence not at hand: not held back."""
+    rival = sentence_of(chosen, evidence)
+    if slot.kind != "number" or rival is None:
+        return True
+    at = (chosen.offset or 0) - rival.offset
+    return bool(unit_of(fact, slot.start + len(slot.text)) and
+                unit_of(rival.text, at + len(chosen.value)))
+
+
 def asked_relation(question: str) -> set[str]:
     """The content stems of the words just before a question's closing wh-word ("directed by
     who?": direct); empty when the question does not end on one."""
@@ -212,6 +263,25 @@ def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
             own = max(own, around(sentence, m.start(), m.end()))
     at = (chosen.offset or 0) - rival.offset
     return around(rival, at, at + len(chosen.value)) > own
+
+
+def question_echo(question: str, value: str, evidence: list[EvidenceSentence]) -> int:
+    """The most content words of the question (the value's own aside) that one evidence
+    sentence naming the value shares: a sentence names it when it holds the value's last word
+    ("Hari has been ... once considered the best kickboxer" names "Badr Hari")."""
+    last = (words_of(value) or [""])[-1].lower()
+    asked = content_stems(question) - content_stems(value)
+    return max((len(asked & content_stems(s.text)) for s in evidence
+                if len(last) > 2 and last in {w.lower() for w in words_of(s.text)}), default=0)
+
+
+def echo_leader(question: str, values: list[str], evidence: list[EvidenceSentence]
+                ) -> str | None:
+    """Of two values, the one the question echoes by `ECHO_MARGIN` words more (None: neither)."""
+    first, second = (question_echo(question, v, evidence) for v in values)
+    if abs(first - second) < ECHO_MARGIN:
+        return None
+    return values[0] if first > second else values[1]
 
 
 _RANGE_JOIN = r"\s*(?:–|—|-|\bto\b|\buntil\b|\btill\b|\bthrough\b)\s*"

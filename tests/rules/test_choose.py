@@ -23,7 +23,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
-         "choose.asked_person", "choose.third_order", "choose.same_range"}
+         "choose.asked_person", "choose.third_order", "choose.same_range",
+         "choose.counted_noun", "choose.question_echo"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -337,6 +338,30 @@ def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
     assert not off.trace.ruled("choose.same_unit") and "19 chromosomes" in off.answer
 
 
+def test_a_number_rival_with_no_counted_noun_on_either_side_is_not_swapped_in():
+    # the case that motivated it: a tuning bio's clean "at the age of 11" became nine, from
+    # an article that gives both ages; every such bare-number swap on the tuning split was wrong
+    from serc_dspy.rules.rivals import unit_of
+
+    assert unit_of("at the age of 11 to study", 17) == ""      # a function word follows
+    corpus = LocalCorpus.from_texts({"p.txt": "Marie Curie decided at the age of nine to "
+                                              "study physics in Paris."})
+    draft = "Marie Curie decided at the age of 11 to study physics."
+    facts = {draft: [draft]}
+    held, _ = decode(draft, facts, corpus=corpus, choose=pick("nine"))
+    assert held.trace.ruled("choose.counted_noun", "f0.0") and held.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=pick("nine"),
+                    rules={"choose.counted_noun": False})
+    assert not off.trace.ruled("choose.counted_noun") and "age of nine" in off.answer
+    # both numbers count a noun: `choose.same_unit` compares them, and this rule is quiet
+    counted = LocalCorpus.from_texts({"p.txt": "Marie Curie kept 12 notebooks of her work "
+                                               "on physics in Paris."})
+    draft = "Marie Curie kept 14 notebooks of her work on physics."
+    swapped, _ = decode(draft, {draft: [draft]}, corpus=counted, choose=pick("12"))
+    assert not swapped.trace.ruled("choose.counted_noun") and "kept 12 notebooks" in \
+        swapped.answer
+
+
 def test_a_year_rival_at_the_other_end_of_a_range_is_not_swapped_in():
     # the case that motivated it: a tuning bio's clean "1969 to 1972" became "1969 to 1967",
     # from a vice-governorship "(1967–1969)" that ended as the fact's term began
@@ -425,9 +450,10 @@ FILM_CORPUS = LocalCorpus.from_texts({
 })
 
 
-def _film(turns, **rules):  # (`choose.third_order` is off by default)
+def _film(turns, **rules):  # (`choose.third_order` is off by default; `choose.question_echo`
+    # would settle the orders' disagreement by itself: "directed" stands by Zemeckis alone)
     return _answer(FILM_CORPUS, "Beowulf, a 2007 film, was directed by who?", "Steven Spielberg",
-                   turns, **{"choose.third_order": True, **rules})
+                   turns, **{"choose.third_order": True, "choose.question_echo": False, **rules})
 
 
 def test_a_short_answer_whose_two_orders_disagree_is_asked_in_a_third_order():
@@ -445,3 +471,37 @@ def test_a_short_answer_whose_two_orders_disagree_is_asked_in_a_third_order():
     off, engine = _film(["Neil Gaiman", "Robert Zemeckis"], **{"choose.third_order": False})
     assert off.answer == "Steven Spielberg" and len(engine.of("ChooseValue")) == 2
     assert not off.trace.ruled("choose.third_order")
+
+
+KICK_CORPUS = LocalCorpus.from_texts({
+    "k.txt": "The promotion's roster includes Badr Hari, Peter Aerts and Peter Graham. Badr "
+             "Hari is a Dutch kickboxer from Amsterdam, fighting out of a gym in Oostzaan. "
+             "Hari was once rated the best kickboxer in the world, though controversies "
+             "followed his unsportsmanlike conduct in the ring.",
+})
+KICK = ("Who was once rated the best kickboxer in the world, though controversies followed "
+        "his unsportsmanlike conduct?")
+
+
+def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
+    # the case that motivated it: HaluEval tuning item 2, whose question restates the
+    # evidence about its answer; the orders chose two different rivals and the draft stayed
+    from serc_dspy.rules.rivals import question_echo
+
+    assert question_echo(KICK, "Badr Hari", []) == 0
+    split, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"])
+    assert split.answer == "Badr Hari"
+    assert split.trace.ruled("choose.question_echo", "f0.0")[0].after == "Badr Hari"
+    off, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"],
+                     **{"choose.question_echo": False})
+    assert off.answer == "Ernesto Hoost" and not off.trace.ruled("choose.question_echo")
+    # an answer the evidence states ("Peter Aerts", on the roster) yields to a rival chosen
+    # in both orders only when the question echoes the rival by the margin
+    stated, _ = _answer(KICK_CORPUS, KICK, "Peter Aerts", "Badr Hari")
+    assert stated.answer == "Badr Hari" and stated.trace.ruled("choose.question_echo", "f0.0")
+    held, _ = _answer(KICK_CORPUS, KICK, "Peter Aerts", "Badr Hari",
+                      **{"choose.question_echo": False})
+    assert held.answer == "Peter Aerts" and held.trace.ruled("choose.own_stated", "f0.0")
+    # the answer chosen in both orders: nothing to weigh
+    right, _ = _answer(KICK_CORPUS, KICK, "Badr Hari", "Badr Hari")
+    assert right.answer == "Badr Hari" and not right.trace.ruled("choose.question_echo")

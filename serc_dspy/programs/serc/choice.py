@@ -32,6 +32,9 @@ from serc_dspy.rules.answers import (
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     asked_frame,
+    context_of,
+    counted_noun,
+    echo_leader,
     own_attested,
     same_frame,
     same_range,
@@ -54,21 +57,6 @@ from serc_dspy.signatures import ChooseSentence, ChooseValue
 
 MAX_SENTENCES = 6
 """Evidence sentences a sentence choice lists (those sharing most words with the claim)."""
-
-
-def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:
-    """The evidence sentence the slot's chosen value was found in, and the one after it."""
-    found = next((c for c in slot.candidates if c.value == slot.chosen and c.origin ==
-                  "evidence"), None)
-    if found is None:
-        return ""
-    for k, sentence in enumerate(evidence):
-        if sentence.passage == found.passage and \
-                sentence.offset <= (found.offset or 0) < sentence.offset + len(sentence.text):
-            following = evidence[k + 1].text if k + 1 < len(evidence) and \
-                evidence[k + 1].passage == sentence.passage else ""
-            return sentence.text + " " + following
-    return ""
 
 
 class SlotChooser(Stage):
@@ -223,6 +211,14 @@ class SlotChooser(Stage):
                 run.on("choose.third_order"):
             first, second = await self.third_ask(run, fact, slot, text, claim)
         own = slot.candidates[0].value
+        if short and first != second and {first, second}.isdisjoint({None, own, NOT_STATED}) \
+                and run.on("choose.question_echo"):
+            leader = echo_leader(run.trace.question, [first, second], evidence)
+            if leader is not None:
+                first = second = leader
+                run.rule("choose.question_echo", fact.id, before=slot.text, after=first,
+                         detail=f"the two orders chose {slot.choices[:2]}: the question's "
+                                f"words stand around {first!r}")
         if first is not None and first == second:
             if first == own:
                 slot.ruling = "supported" if own_stated else "unverified"
@@ -241,6 +237,12 @@ class SlotChooser(Stage):
                     attested = False
                     run.rule("choose.asked_frame", fact.id, before=slot.text, after=first,
                              detail="the question's words stand around the rival, not "
+                                    "around the answer")
+                if attested and short and run.on("choose.question_echo") and \
+                        echo_leader(run.trace.question, [first, own], evidence) == first:
+                    attested = False
+                    run.rule("choose.question_echo", fact.id, before=slot.text, after=first,
+                             detail="the question's words stand around the rival more than "
                                     "around the answer")
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
@@ -272,6 +274,9 @@ class SlotChooser(Stage):
                  "the words around it in its passage are about something else"),
                 ("choose.same_unit", lambda: same_unit(slot, fact.text, evidence, rival),
                  "it counts something else"),
+                ("choose.counted_noun",
+                 lambda: counted_noun(slot, fact.text, evidence, rival),
+                 "one of the two numbers counts no noun to compare them by"),
                 ("choose.same_range", lambda: same_range(slot, fact.text, evidence, rival),
                  "it stands at the other end of a range than the slot's value")):
             if run.on(rule) and not fits():
