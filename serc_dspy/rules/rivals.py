@@ -85,7 +85,8 @@ register(
          "describe their answer in the words of the evidence about it (\"was once considered "
          "the best kickboxer in the world, however he has been involved in a number of "
          "controversies\"); on the tuning items the model passed such answers over for two "
-         "different rivals, and the draft stayed wrong", found_on="HaluEval tuning items 2, 12",
+         "different rivals, and the draft stayed wrong", english_only=True,
+         found_on="HaluEval tuning items 2, 12",
          thresholds={"echo_margin": ECHO_MARGIN}),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
