@@ -4,16 +4,21 @@ The firewall's LM judge decides between two usable descriptors whose names diffe
 judge threw true drafts away ("Kim Burrell" and "Kimberly Jean Burrell" as two people; a bio
 of the singer Wendy that opens with her birth name), so names are compared as text first.
 
-`firewall.short_given_name` and `firewall.known_as` were each found on one tuning-split bio
-and decided nothing on the 54 report-split answers they were first recorded on (Factcheck-Bench
-items 26-50 and the noise benchmark's report bios); the rulebook's rule is that such a rule
-shows its worth on data it was not found on, or goes. They are off by default and stay in
-the rulebook for a user who meets those names (`--rule=+firewall.known_as`).
+`firewall.known_as` was found on one tuning-split bio and decided nothing on the 54
+report-split answers it was first recorded on (Factcheck-Bench items 26-50 and the noise
+benchmark's report bios); the rulebook's rule is that such a rule shows its worth on data it
+was not found on, or goes. It is off by default and stays in the rulebook for a user who meets
+such names (`--rule=+firewall.known_as`). `firewall.short_given_name`, off at first for the same
+reason, reads the `nicknames` table since a second tuning bio ("Mike" / "Michael
+Trivisonno") was reset, and is on.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+
+from nicknames import NickNamer
 
 from serc_dspy.core.text import normalise_name
 from serc_dspy.rules.base import Rule, RuleSet, register
@@ -26,10 +31,12 @@ register(
          "titles aside, or one full name contained in the other) are the same entity, with no "
          "judge call", "one name spelled two ways is one person"),
     Rule("firewall.short_given_name", "a given name that begins the other's (\"Kim\" / "
-         "\"Kimberly\") with the same surname is the same name",
-         "a 1.5B judge called Kim Burrell and Kimberly Jean Burrell two people and threw a "
-         "true draft away", thresholds={"min_letters": 3},
-         found_on="Kim Burrell (tuning split)", default=False),
+         "\"Kimberly\") or is its nickname in the `nicknames` table (\"Mike\" / "
+         "\"Michael\"), with the same surname, is the same name",
+         "a 1.5B judge called Kim Burrell and Kimberly Jean Burrell two people, and Mike "
+         "Trivisonno and Michael Joseph Trivisonno, and threw each true draft away",
+         thresholds={"min_letters": 3},
+         found_on="Kim Burrell, Mike Trivisonno (tuning split)"),
     Rule("firewall.asked_entity", "an answer that names the asked entity, which the evidence "
          "is about, passes with no judge call", "drafts that open with the subject's birth "
          "name (Beenie Man, Botak Chin) were reset", found_on="noise bios 1-8 (tuning split)"),
@@ -80,8 +87,9 @@ def same_name(first: str, second: str, rules: RuleSet | None = None,
     """True when two names are the same after normalisation, or one full name (two words or
     more) is contained, in order, in the other ('Marie Curie' in 'Marie Skłodowska Curie').
     A given name may be the short form that begins the other's ('Kim Burrell' and 'Kimberly
-    Jean Burrell'): a 1.5B judge called those two different people and threw a true draft
-    away, while a short form that starts the same surname's given name is the same person.
+    Jean Burrell') or its nickname ('Mike' for 'Michael'): a 1.5B judge called those two
+    different people and threw true drafts away, while such a given name with the same surname
+    is the same person.
 
     `decided_by`, when given, receives `firewall.short_given_name` when that rule made the
     match, so the caller records its ruling (a rule inside a rule still leaves its own)."""
@@ -96,13 +104,24 @@ def same_name(first: str, second: str, rules: RuleSet | None = None,
     if _contained(short, long_):
         return True
     if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
-            long_[0].startswith(short[0]) and \
+            (long_[0].startswith(short[0]) or _nickname(short[0], long_[0])) and \
             (rules or RuleSet()).on("firewall.short_given_name") and \
             _contained(short, [short[0], *long_[1:]]):
         if decided_by is not None:
             decided_by.append("firewall.short_given_name")
         return True
     return False
+
+
+@cache
+def _nicknames() -> NickNamer:
+    return NickNamer()
+
+
+def _nickname(short: str, given: str) -> bool:
+    """Whether one given name is the other's nickname ("mike" / "michael"), either way."""
+    return given in _nicknames().canonicals_of(short) or \
+        short in _nicknames().canonicals_of(given)
 
 
 def _contained(short: list[str], long_: list[str]) -> bool:

@@ -10,6 +10,7 @@ a value of the same thing."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
@@ -53,6 +54,13 @@ register(
          "sides", english_only=True, found_on="wikipedia_dev.json (Anna May Wong, Focus..., "
          "K = 0 and 2); Factcheck-Bench items 11, 15 (tuning split)",
          thresholds={"unit_words": UNIT_WORDS}),
+    Rule("choose.range_order", "a year or date rival chosen in both orders for one end of a "
+         "range in the draft's sentence (\"from 19 February 2010 to 26 October 2011\", "
+         "\"(September 4, 1931 – October 17, 2024)\") is swapped in only when the range stays "
+         "in order, its start before its end; otherwise the fact stays unverified", "on the "
+         "tuning bios' clean drafts a term's end became a date before its start, and a death "
+         "date the birth date that opens the same range", english_only=True,
+         found_on="wikipedia_dev.json, Nisar Ahmad Kakru and Mitzi Gaynor, K = 0"),
     Rule("choose.same_range", "a year or date rival chosen in both orders is swapped in only "
          "when it stands at the same end of a range as the slot's value, or either stands in "
          "none (a range: two years joined by a dash, \"to\", \"until\" or \"through\"); "
@@ -315,3 +323,66 @@ def same_range(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     found = rival.text.find(chosen.value, at)
     theirs = range_end(rival.text, at, found + len(chosen.value)) if found >= 0 else ""
     return not own or not theirs or own == theirs
+
+
+_MONTHS3 = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+OTHER_END_CHARS = 20
+"""Characters before a range's joining dash or "to" that hold its first date ("from 19 February
+2010 to"): `choose.range_order` reads that date there."""
+
+
+def date_key(value: str) -> tuple[int, ...]:
+    """(year, month, day) as far as the value gives them, by the one date form of the
+    project (`normal_form`); () when it has no year."""
+    parts = normal_form("date", value).split()
+    if not parts or not parts[0].isdigit():
+        return ()
+    key = [int(parts[0])]
+    if len(parts) > 1 and parts[1] in _MONTHS3:
+        key.append(_MONTHS3.index(parts[1]) + 1)
+        if len(parts) > 2 and parts[2].isdigit():
+            key.append(int(parts[2]))
+    return tuple(key)
+
+
+def range_order(slot: Slot, sentence: str, chosen: Candidate) -> bool:
+    """Whether a year or date rival keeps the draft sentence's range in order: swapped in at
+    the range's end it must not come before its start (or be the same day), at its start not
+    after its end. A value in no range is not held back."""
+    at = sentence.find(slot.text)
+    if slot.kind not in ("year", "date") or at < 0:
+        return True
+    end = at + len(slot.text)
+    opens = _OPENS_RANGE.match(sentence, end)
+    closes = None if opens else _CLOSES_RANGE.search(sentence[:at])
+    if opens:
+        first, last = date_key(chosen.value), date_key(opens.group(0))
+    elif closes:
+        year_end = closes.start() + 4 + (closes.group(0)[4:5] == ")")
+        first = date_key(sentence[max(0, closes.start() - OTHER_END_CHARS):year_end])
+        last = date_key(chosen.value)
+    else:
+        return True
+    common = min(len(first), len(last))
+    if not common:
+        return True
+    return first[:common] < last[:common] or (first[:common] == last[:common] and common < 3)
+
+
+def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
+              rival: Candidate, subject: str, on: Callable[[str], bool]
+              ) -> tuple[str, str] | None:
+    """The first guard (switched on) that finds a rival chosen in both orders to be a value of
+    another thing, as (its rule, why); None: the rival may be swapped in."""
+    guards = (
+        ("choose.same_frame", lambda: same_frame(slot, fact, evidence, rival, subject),
+         "the words around it in its passage are about something else"),
+        ("choose.same_unit", lambda: same_unit(slot, fact, evidence, rival),
+         "it counts something else"),
+        ("choose.counted_noun", lambda: counted_noun(slot, fact, evidence, rival),
+         "one of the two numbers counts no noun to compare them by"),
+        ("choose.same_range", lambda: same_range(slot, fact, evidence, rival),
+         "it stands at the other end of a range than the slot's value"),
+        ("choose.range_order", lambda: range_order(slot, sentence, rival),
+         "swapped in, it would put the draft's range out of order"))
+    return next(((rule, why) for rule, fits, why in guards if on(rule) and not fits()), None)

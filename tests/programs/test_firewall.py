@@ -192,11 +192,12 @@ def test_name_helpers():
     assert not same_name("Curie", "Pierre Curie")  # one shared word is not one name
     assert not same_name("Marie Curie", "Pierre Curie")
     # A short given name that begins the longer one, with the same surname
-    # (`firewall.short_given_name`, opt-in).
+    # (`firewall.short_given_name`, on by default).
     short = RuleSet({"firewall.short_given_name": True})
     assert same_name("Kim Burrell", "Kimberly Jean Burrell", short)
     assert same_name("Dan Charles", "Daniel Charles", short)
-    assert not same_name("Dan Charles", "Daniel Charles")
+    assert not same_name("Dan Charles", "Daniel Charles",
+                         RuleSet({"firewall.short_given_name": False}))
     assert not same_name("Kim Burrell", "Kimberly Jean Smith", short)
     assert not same_name("Al Smith", "Alfred Smith", short)  # too short to stand for a name
     assert not same_name("Jo Burrell", "Kimberly Burrell", short)

@@ -24,7 +24,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
          "choose.asked_person", "choose.third_order", "choose.same_range",
-         "choose.counted_noun", "choose.question_echo"}
+         "choose.counted_noun", "choose.question_echo", "choose.range_order"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -383,11 +383,38 @@ def test_a_year_rival_at_the_other_end_of_a_range_is_not_swapped_in():
     other_end = "Marie Curie was vice director of the lab (1967–1969) before she directed it."
     held = run(other_end, "1967")
     assert held.trace.ruled("choose.same_range", "f0.0") and held.answer == draft
-    off = run(other_end, "1967", **{"choose.same_range": False})
+    # (with it off, `choose.range_order` still holds the swap: 1967 would end a range
+    # that starts in 1969)
+    order = run(other_end, "1967", **{"choose.same_range": False})
+    assert order.trace.ruled("choose.range_order", "f0.0") and order.answer == draft
+    off = run(other_end, "1967", **{"choose.same_range": False, "choose.range_order": False})
     assert not off.trace.ruled("choose.same_range") and "1969 to 1967" in off.answer
     # a rival at the same end is no concern of this rule
     moved = run("Marie Curie directed the lab from 1969 to 1974.", "1974")
     assert not moved.trace.ruled("choose.same_range") and "1969 to 1974" in moved.answer
+
+
+def test_a_date_rival_that_would_put_the_drafts_range_out_of_order_is_not_swapped_in():
+    # the case that motivated it: a tuning bio's "(September 4, 1931 – October 17, 2024)",
+    # whose death date became the birth date that opens the same range
+    from serc_dspy.rules.rivals import date_key
+
+    assert date_key("September 4, 1931") == date_key("4 September 1931") == (1931, 9, 4)
+    assert date_key("1931") == (1931,) and date_key("in May") == ()
+    draft = "Marie Curie (7 November 1867 – 4 July 1934) was a physicist."
+    facts = {draft: ["Marie Curie died on 4 July 1934."]}
+    corpus = LocalCorpus.from_texts({"p.txt": "Marie Curie, who was born on 7 November 1867, "
+                                              "died of aplastic anaemia in Passy."})
+    held, _ = decode(draft, facts, corpus=corpus, choose=pick("7 November 1867"))
+    assert held.trace.ruled("choose.range_order", "f0.0") and held.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=pick("7 November 1867"),
+                    rules={"choose.range_order": False})
+    assert not off.trace.ruled("choose.range_order") and "1867 – 7 November 1867" in off.answer
+    # a rival that keeps the range in order is no concern of this rule
+    later = LocalCorpus.from_texts({"p.txt": "Marie Curie, who was born on 7 November 1867, "
+                                             "died of aplastic anaemia on 4 July 1935."})
+    moved, _ = decode(draft, facts, corpus=later, choose=pick("4 July 1935"))
+    assert not moved.trace.ruled("choose.range_order") and "4 July 1935)" in moved.answer
 
 
 TOWER_CORPUS = LocalCorpus.from_texts({

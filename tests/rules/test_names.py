@@ -30,12 +30,24 @@ SHORT_ON = RuleSet({"firewall.short_given_name": True})
 KNOWN_ON = RuleSet({"firewall.known_as": True})
 
 
-def test_the_one_bio_name_rules_are_off_by_default():
-    # found on one tuning-split bio each, they decided nothing on 54 report-split answers
-    assert not RuleSet().on("firewall.short_given_name")
+def test_the_one_bio_name_rule_is_off_by_default_and_the_short_given_name_on():
+    # found on one tuning-split bio, `firewall.known_as` decided nothing on 54 report-split
+    # answers; `firewall.short_given_name` was found again on a second tuning bio
     assert not RuleSet().on("firewall.known_as")
-    assert not same_name("Kim Burrell", "Kimberly Jean Burrell")
     assert not mentions("Shon Seung-wan, known professionally as Wendy, is a singer.", "Wendy")
+    assert RuleSet().on("firewall.short_given_name")
+    assert same_name("Kim Burrell", "Kimberly Jean Burrell")
+
+
+def test_mike_trivisonno_is_michael_joseph_trivisonno():
+    # the case that motivated the nickname table: a clean bio of "Mike Trivisonno" opening
+    # with "Michael Joseph Trivisonno" was reset; "Mike" does not begin "Michael"
+    assert same_name("Mike Trivisonno", "Michael Joseph Trivisonno")
+    assert same_name("Joey Vieira", "Joseph Douglas Vieira")
+    assert not same_name("Mike Trivisonno", "Michael Joseph Trivisonno",
+                         RuleSet({"firewall.short_given_name": False}))
+    assert not same_name("Mike Trivisonno", "Mitchell Trivisonno")  # not its nickname
+    assert not same_name("Mike Trivisonno", "Michael Jones")          # another surname
 
 
 def test_kim_burrell_is_kimberly_jean_burrell():

@@ -33,12 +33,9 @@ from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     asked_frame,
     context_of,
-    counted_noun,
     echo_leader,
+    held_back,
     own_attested,
-    same_frame,
-    same_range,
-    same_unit,
 )
 from serc_dspy.rules.slots import (
     NOT_STATED,
@@ -267,23 +264,15 @@ class SlotChooser(Stage):
     @staticmethod
     def hold_back(run: Run, fact: Fact, slot: Slot, evidence: list[EvidenceSentence],
                   rival: Candidate, name: str) -> None:
-        """The guards on a rival a fact's slot chose in both orders (`rules.rivals`): the first
-        that finds it a value of another thing leaves the fact unverified."""
-        for rule, fits, why in (
-                ("choose.same_frame", lambda: same_frame(slot, fact.text, evidence, rival, name),
-                 "the words around it in its passage are about something else"),
-                ("choose.same_unit", lambda: same_unit(slot, fact.text, evidence, rival),
-                 "it counts something else"),
-                ("choose.counted_noun",
-                 lambda: counted_noun(slot, fact.text, evidence, rival),
-                 "one of the two numbers counts no noun to compare them by"),
-                ("choose.same_range", lambda: same_range(slot, fact.text, evidence, rival),
-                 "it stands at the other end of a range than the slot's value")):
-            if run.on(rule) and not fits():
-                slot.ruling, slot.chosen = "unverified", None
-                slot.note = f"{rival.value!r} was chosen, but {why}"
-                run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=slot.note)
-                return
+        """The guards on a rival a fact's slot chose in both orders (`rules.rivals.held_back`):
+        the first that finds it a value of another thing leaves the fact unverified."""
+        sentence = run.trace.sentences[fact.sentence].text \
+            if fact.sentence < len(run.trace.sentences) else fact.text
+        held = held_back(slot, fact.text, sentence, evidence, rival, name, run.on)
+        if held is not None:
+            slot.ruling, slot.chosen = "unverified", None
+            slot.note = f"{rival.value!r} was chosen, but {held[1]}"
+            run.rule(held[0], fact.id, before=slot.text, after=rival.value, detail=slot.note)
 
     async def third_ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str
                         ) -> tuple[str | None, str | None]:
