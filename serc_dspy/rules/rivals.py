@@ -15,7 +15,7 @@ from collections.abc import Callable
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
+from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form, spans
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
 FRAME_WORDS = 3
@@ -54,6 +54,13 @@ register(
          "sides", english_only=True, found_on="wikipedia_dev.json (Anna May Wong, Focus..., "
          "K = 0 and 2); Factcheck-Bench items 11, 15 (tuning split)",
          thresholds={"unit_words": UNIT_WORDS}),
+    Rule("choose.name_stated", "a fact's one contradicted slot, a name or role that the "
+         "evidence about the subject states word for word, is not swapped (a planted or "
+         "invented name is stated nowhere); two contradicted slots of one fact are weighed by "
+         "`choose.settle` as before", "on the tuning bios' clean drafts true names the article "
+         "states were swapped for other names of its sentences: a birth name \"Neeru Bheda\" "
+         "for \"Hindu\", a bandmate for another bandmate", english_only=True,
+         found_on="wikipedia_dev.json, Rakhi Sawant and Nikki Sixx, K = 0"),
     Rule("choose.range_order", "a year or date rival chosen in both orders for one end of a "
          "range in the draft's sentence (\"from 19 February 2010 to 26 October 2011\", "
          "\"(September 4, 1931 – October 17, 2024)\") is swapped in only when the range stays "
@@ -114,6 +121,24 @@ def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
     """The evidence sentence an evidence candidate was found in (None: not at hand)."""
     return next((s for s in evidence if s.passage == candidate.passage and
                  s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
+
+
+def stated_alone(slot: Slot, others: list[Slot], evidence: list[EvidenceSentence]) -> bool:
+    """Whether an evidence sentence states the slot's name or role word for word and gives
+    none of the fact's other years, dates or numbers another value: "Chemistry" beside 1911
+    is stated for another prize than "Chemistry in 1903", and attests nothing."""
+    own = normalise(slot.text, fold=True)
+    counted = [o for o in others if o.kind in ("year", "date", "number")]
+
+    def elsewhere(sentence: str, other: Slot) -> bool:  # another value of the other's kind
+        value = normal_form(other.kind, other.text)
+        found = [normal_form(other.kind, s.text if s.kind == other.kind else
+                             s.text[-4:]) for s in spans(sentence)
+                 if s.kind == other.kind or (other.kind == "year" and s.kind == "date")]
+        return bool(found) and value not in found
+
+    return bool(own) and any(own in normalise(s.text, fold=True) and
+                             not any(elsewhere(s.text, o) for o in counted) for s in evidence)
 
 
 def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:

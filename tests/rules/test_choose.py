@@ -24,7 +24,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.same_frame", "choose.asked_frame", "choose.rejected",
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
          "choose.asked_person", "choose.third_order", "choose.same_range",
-         "choose.counted_noun", "choose.question_echo", "choose.range_order"}
+         "choose.counted_noun", "choose.question_echo", "choose.range_order",
+         "choose.name_stated"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -118,8 +119,10 @@ def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_ev
 
     result, _ = decode(draft, facts, corpus=corpus, choose=other)
     assert result.trace.ruled("choose.own_stated", "f0.0") and result.answer == draft
-    off, _ = decode(draft, facts, corpus=corpus, choose=other,  # the rival's frame differs too
-                    rules={"choose.own_stated": False, "choose.same_frame": False})
+    # (the rival's frame differs too; and `choose.name_stated` holds a stated name as well)
+    off, _ = decode(draft, facts, corpus=corpus, choose=other,
+                    rules={"choose.own_stated": False, "choose.same_frame": False,
+                           "choose.name_stated": False})
     assert not off.trace.ruled("choose.own_stated") and off.answer != draft
     # a planted value the evidence never states is swapped as before
     planted, _ = _decode()
@@ -140,8 +143,8 @@ def test_a_value_stated_word_for_word_with_its_neighbours_is_never_swapped():
 
     kept, _ = decode(draft, facts, corpus=corpus, choose=person)
     assert kept.trace.ruled("choose.own_stated", "f0.0") and kept.answer == draft
-    off, _ = decode(draft, facts, corpus=corpus, choose=person,
-                    rules={"choose.own_stated": False})
+    off, _ = decode(draft, facts, corpus=corpus, choose=person,  # (a stated role, too)
+                    rules={"choose.own_stated": False, "choose.name_stated": False})
     assert "first person" in off.answer
 
 
@@ -415,6 +418,26 @@ def test_a_date_rival_that_would_put_the_drafts_range_out_of_order_is_not_swappe
                                              "died of aplastic anaemia on 4 July 1935."})
     moved, _ = decode(draft, facts, corpus=later, choose=pick("4 July 1935"))
     assert not moved.trace.ruled("choose.range_order") and "4 July 1935)" in moved.answer
+
+
+def test_a_name_the_evidence_states_is_not_swapped_for_another_of_its_names():
+    # the case that motivated it: a tuning bio's clean "his Sister bandmate Lizzie Grey"
+    # became "Blackie Lawless", another bandmate the article names
+    draft = "Marie Curie worked in Paris with her colleague Paul Langevin."
+    facts = {draft: [draft]}
+    corpus = LocalCorpus.from_texts({"p.txt": "Marie Curie worked in Paris with her colleague "
+                                              "Georges Sagnac. Her colleague Paul Langevin "
+                                              "was a physicist."})
+    held, _ = decode(draft, facts, corpus=corpus, choose=pick("Georges Sagnac"))
+    assert held.trace.ruled("choose.name_stated", "f0.0") and held.answer == draft
+    off, _ = decode(draft, facts, corpus=corpus, choose=pick("Georges Sagnac"),
+                    rules={"choose.name_stated": False})
+    assert not off.trace.ruled("choose.name_stated") and "Georges Sagnac." in off.answer
+    # a name stated nowhere (a planted one) is swapped as before
+    planted = "Marie Curie worked in Paris with her colleague Louis Pasteur."
+    fixed, _ = decode(planted, {planted: [planted]}, corpus=corpus,
+                      choose=pick("Georges Sagnac"))
+    assert not fixed.trace.ruled("choose.name_stated") and "Georges Sagnac." in fixed.answer
 
 
 TOWER_CORPUS = LocalCorpus.from_texts({

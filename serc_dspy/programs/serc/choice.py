@@ -24,8 +24,7 @@ from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
-    compare_by_dates,
-    comparison_options,
+    compare_slot,
     question_kind,
     typed_ruling,
 )
@@ -36,6 +35,7 @@ from serc_dspy.rules.rivals import (
     echo_leader,
     held_back,
     own_attested,
+    stated_alone,
 )
 from serc_dspy.rules.slots import (
     NOT_STATED,
@@ -115,6 +115,7 @@ class SlotChooser(Stage):
                     await self.choose_value(run, fact, slot, about, text, evidence, name,
                                             sentence, asked)
                 fact.slots = slots
+                self.name_stated(run, fact, evidence)
                 await self.settle(run, fact, evidence, name, sentence)
                 self.decide(run, fact)
             else:
@@ -144,7 +145,9 @@ class SlotChooser(Stage):
                     run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
-                    self.compare(run, fact, slot, question, evidence)
+                    if (decided := compare_slot(question, slot, evidence)) is not None:
+                        run.rule("choose.compare", fact.id, before=slot.text, after=decided,
+                                 detail=slot.note)
                     continue
                 listed = {(s.passage, s.offset) for s in shown_sentences}
                 extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
@@ -157,23 +160,6 @@ class SlotChooser(Stage):
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
-
-    def compare(self, run: Run, fact: Fact, slot: Slot, question: str,
-                evidence: list[EvidenceSentence]) -> None:
-        """`choose.compare`: "which was started first, A or B?" is decided by the dates the
-        evidence gives each option, not by the model (which broke 3 of 4 right comparison
-        answers of the tuning split); without a date for each, the answer stays unverified."""
-        options = comparison_options(question)
-        decided = compare_by_dates(question, options, evidence)
-        other = next((o for o in options if o != slot.text), None)
-        if decided is None or other is None:
-            slot.ruling = "unverified"
-            slot.note = "the evidence gives no date for each option to compare them by"
-            return
-        slot.ruling = "supported" if decided == slot.text else "contradicted"
-        slot.chosen = None if decided == slot.text else decided
-        slot.note = f"by the evidence's dates, {decided!r} is the answer"
-        run.rule("choose.compare", fact.id, before=slot.text, after=decided, detail=slot.note)
 
     async def choose_value(self, run: Run, fact: Fact, slot: Slot,
                            about: list[EvidenceSentence], text: str,
@@ -306,6 +292,20 @@ class SlotChooser(Stage):
             index = LETTERS.find(str(getattr(reply, "choice", "") or "?"))
             chosen.append(order[index].value if 0 <= index < len(order) else None)
         return chosen
+
+    @staticmethod
+    def name_stated(run: Run, fact: Fact, evidence: list[EvidenceSentence]) -> None:
+        """`choose.name_stated`: a fact's one contradicted name or role that the evidence
+        states, for the fact's other details (`stated_alone`), stays: an invented one is
+        stated nowhere; two contradicted slots are left to `settle`."""
+        wrong = [s for s in fact.slots if s.ruling == "contradicted"]
+        if len(wrong) == 1 and (slot := wrong[0]).kind in ("name", "role") and \
+                run.on("choose.name_stated") and \
+                stated_alone(slot, [o for o in fact.slots if o is not slot], evidence):
+            slot.note = f"{slot.chosen!r} was chosen, but the evidence states {slot.text!r}"
+            run.rule("choose.name_stated", fact.id, before=slot.text, after=slot.chosen,
+                     detail=slot.note)
+            slot.ruling, slot.chosen = "unverified", None
 
     async def settle(self, run: Run, fact: Fact, evidence: list[EvidenceSentence], name: str,
                      sentence: str) -> None:
