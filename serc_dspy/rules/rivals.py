@@ -15,7 +15,7 @@ from collections.abc import Callable
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form, spans
+from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
 FRAME_WORDS = 3
@@ -54,10 +54,11 @@ register(
          "sides", english_only=True, found_on="wikipedia_dev.json (Anna May Wong, Focus..., "
          "K = 0 and 2); Factcheck-Bench items 11, 15 (tuning split)",
          thresholds={"unit_words": UNIT_WORDS}),
-    Rule("choose.name_stated", "a fact's one contradicted slot, a name or role that the "
-         "evidence about the subject states word for word, is not swapped (a planted or "
-         "invented name is stated nowhere); two contradicted slots of one fact are weighed by "
-         "`choose.settle` as before", "on the tuning bios' clean drafts true names the article "
+    Rule("choose.name_stated", "a fact's one contradicted slot, a name or role that an "
+         "evidence sentence about the subject states word for word together with the fact's "
+         "other years, dates and numbers, is not swapped (a planted or invented name is stated "
+         "nowhere; \"Chemistry\" beside 1911 states no prize of 1903); two contradicted slots "
+         "of one fact are weighed by `choose.settle` as before", "on the tuning bios' clean drafts true names the article "
          "states were swapped for other names of its sentences: a birth name \"Neeru Bheda\" "
          "for \"Hindu\", a bandmate for another bandmate", english_only=True,
          found_on="wikipedia_dev.json, Rakhi Sawant and Nikki Sixx, K = 0"),
@@ -124,21 +125,16 @@ def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
 
 
 def stated_alone(slot: Slot, others: list[Slot], evidence: list[EvidenceSentence]) -> bool:
-    """Whether an evidence sentence states the slot's name or role word for word and gives
-    none of the fact's other years, dates or numbers another value: "Chemistry" beside 1911
-    is stated for another prize than "Chemistry in 1903", and attests nothing."""
+    """Whether an evidence sentence states the slot's name or role word for word together
+    with the fact's other years, dates and numbers: a statement of the same event. "Chemistry"
+    in "two sciences, physics and chemistry" or beside 1911 is no statement of "Chemistry in
+    1903"; a fact with no such detail ("a bandmate of Lizzie Grey") needs the name alone."""
     own = normalise(slot.text, fold=True)
     counted = [o for o in others if o.kind in ("year", "date", "number")]
-
-    def elsewhere(sentence: str, other: Slot) -> bool:  # another value of the other's kind
-        value = normal_form(other.kind, other.text)
-        found = [normal_form(other.kind, s.text if s.kind == other.kind else
-                             s.text[-4:]) for s in spans(sentence)
-                 if s.kind == other.kind or (other.kind == "year" and s.kind == "date")]
-        return bool(found) and value not in found
-
-    return bool(own) and any(own in normalise(s.text, fold=True) and
-                             not any(elsewhere(s.text, o) for o in counted) for s in evidence)
+    return bool(own) and any(
+        own in normalise(s.text, fold=True) and
+        all(has_value(o.kind, normal_form(o.kind, o.text), s.text) for o in counted)
+        for s in evidence)
 
 
 def context_of(slot: Slot, evidence: list[EvidenceSentence]) -> str:

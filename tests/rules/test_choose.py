@@ -433,6 +433,19 @@ def test_a_name_the_evidence_states_is_not_swapped_for_another_of_its_names():
     off, _ = decode(draft, facts, corpus=corpus, choose=pick("Georges Sagnac"),
                     rules={"choose.name_stated": False})
     assert not off.trace.ruled("choose.name_stated") and "Georges Sagnac." in off.answer
+    # a name stated only beside no year of the fact, or another year, is no statement of the
+    # fact's event: the README main job's "Chemistry in 1903" is swapped to Physics
+    from serc_dspy.core.trace import Passage, Slot
+    from serc_dspy.rules.rivals import stated_alone
+    from serc_dspy.rules.slots import about_subject
+
+    prizes = [Passage(text="Marie Curie won Nobel Prizes in two sciences, physics and "
+                           "chemistry. She won the Nobel Prize in Chemistry in 1911.")]
+    evidence = about_subject(prizes, "Marie Curie")
+    chemistry = Slot(kind="name", text="Chemistry", start=0)
+    assert not stated_alone(chemistry, [Slot(kind="year", text="1903", start=0)], evidence)
+    assert stated_alone(chemistry, [Slot(kind="year", text="1911", start=0)], evidence)
+    assert stated_alone(chemistry, [], evidence)
     # a name stated nowhere (a planted one) is swapped as before
     planted = "Marie Curie worked in Paris with her colleague Louis Pasteur."
     fixed, _ = decode(planted, {planted: [planted]}, corpus=corpus,

@@ -296,8 +296,8 @@ class SlotChooser(Stage):
     @staticmethod
     def name_stated(run: Run, fact: Fact, evidence: list[EvidenceSentence]) -> None:
         """`choose.name_stated`: a fact's one contradicted name or role that the evidence
-        states, for the fact's other details (`stated_alone`), stays: an invented one is
-        stated nowhere; two contradicted slots are left to `settle`."""
+        states with the fact's other years, dates and numbers (`stated_alone`) stays: an
+        invented one is stated nowhere; two contradicted slots are left to `settle`."""
         wrong = [s for s in fact.slots if s.ruling == "contradicted"]
         if len(wrong) == 1 and (slot := wrong[0]).kind in ("name", "role") and \
                 run.on("choose.name_stated") and \
