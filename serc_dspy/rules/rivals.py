@@ -1,7 +1,9 @@
 """Whether a rival value chosen in both option orders may replace a fact's own: the `choose.`
 rules that hold a choice back when the evidence states the fact's value for its event, or when
-the rival's own words are about another thing (`choose.own_stated`, `choose.same_frame`,
-`choose.same_unit`, `choose.counted_noun`, `choose.same_range`).
+the rival's own words are about another thing (`choose.own_stated`, `choose.name_stated`,
+`choose.same_frame`, `choose.same_unit`, `choose.counted_noun`, `choose.same_range`,
+`choose.range_order`), and the one that lets the question's own words weigh a short answer's
+rivals (`choose.question_echo`).
 
 A swap chosen twice by a 1.5B model is still a reading of the evidence, and on clean text most
 such swaps hit true details: these rules ask the passages, not the model, whether the rival is
@@ -58,9 +60,10 @@ register(
          "evidence sentence about the subject states word for word together with the fact's "
          "other years, dates and numbers, is not swapped (a planted or invented name is stated "
          "nowhere; \"Chemistry\" beside 1911 states no prize of 1903); two contradicted slots "
-         "of one fact are weighed by `choose.settle` as before", "on the tuning bios' clean drafts true names the article "
-         "states were swapped for other names of its sentences: a birth name \"Neeru Bheda\" "
-         "for \"Hindu\", a bandmate for another bandmate", english_only=True,
+         "of one fact are weighed by `choose.settle` as before", "on the tuning bios' clean "
+         "drafts true names the article states were swapped for other names of its "
+         "sentences: a birth name \"Neeru Bheda\" for \"Hindu\", a bandmate for another "
+         "bandmate", english_only=True,
          found_on="wikipedia_dev.json, Rakhi Sawant and Nikki Sixx, K = 0"),
     Rule("choose.range_order", "a year or date rival chosen in both orders for one end of a "
          "range in the draft's sentence (\"from 19 February 2010 to 26 October 2011\", "
