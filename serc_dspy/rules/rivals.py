@@ -106,7 +106,7 @@ register(
          "controversies\"); on the tuning items the model passed such answers over for two "
          "different rivals, and the draft stayed wrong", english_only=True,
          found_on="HaluEval tuning items 2, 12",
-         thresholds={"echo_margin": ECHO_MARGIN}),
+         thresholds={"echo_margin": ECHO_MARGIN}, default=False),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "

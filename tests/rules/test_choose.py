@@ -548,11 +548,17 @@ KICK = ("Who was once rated the best kickboxer in the world, though controversie
 
 def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
     # the case that motivated it: HaluEval tuning item 2, whose question restates the
-    # evidence about its answer; the orders chose two different rivals and the draft stayed
+    # evidence about its answer; the orders chose two different rivals and the draft stayed.
+    # Off by default: on HaluEval's report split it broke 4 right answers and fixed none.
+    from serc_dspy.rules.base import RuleSet
     from serc_dspy.rules.rivals import question_echo
 
+    assert not RuleSet().on("choose.question_echo")
     assert question_echo(KICK, "Badr Hari", []) == 0
-    split, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"])
+    default, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"])
+    assert default.answer == "Ernesto Hoost" and not default.trace.ruled("choose.question_echo")
+    on = {"choose.question_echo": True}
+    split, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"], **on)
     assert split.answer == "Badr Hari"
     assert split.trace.ruled("choose.question_echo", "f0.0")[0].after == "Badr Hari"
     off, _ = _answer(KICK_CORPUS, KICK, "Ernesto Hoost", ["Badr Hari", "Peter Graham"],
@@ -560,11 +566,11 @@ def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
     assert off.answer == "Ernesto Hoost" and not off.trace.ruled("choose.question_echo")
     # an answer the evidence states ("Peter Aerts", on the roster) yields to a rival chosen
     # in both orders only when the question echoes the rival by the margin
-    stated, _ = _answer(KICK_CORPUS, KICK, "Peter Aerts", "Badr Hari")
+    stated, _ = _answer(KICK_CORPUS, KICK, "Peter Aerts", "Badr Hari", **on)
     assert stated.answer == "Badr Hari" and stated.trace.ruled("choose.question_echo", "f0.0")
     held, _ = _answer(KICK_CORPUS, KICK, "Peter Aerts", "Badr Hari",
                       **{"choose.question_echo": False})
     assert held.answer == "Peter Aerts" and held.trace.ruled("choose.own_stated", "f0.0")
     # the answer chosen in both orders: nothing to weigh
-    right, _ = _answer(KICK_CORPUS, KICK, "Badr Hari", "Badr Hari")
+    right, _ = _answer(KICK_CORPUS, KICK, "Badr Hari", "Badr Hari", **on)
     assert right.answer == "Badr Hari" and not right.trace.ruled("choose.question_echo")
