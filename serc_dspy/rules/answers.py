@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.people import opens_person_name
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.slots import (
@@ -41,8 +40,6 @@ one-sentence answers, lists of things, run 27 to 55."""
 _WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
            "person": ("name",)}
 """The span kinds that answer each kind of question."""
-RuleSwitch = Callable[[str], bool]
-"""Whether a rule is on (`Run.on`); the functions here default to every rule on."""
 
 
 def _every_rule(rule: str) -> bool:

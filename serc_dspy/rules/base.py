@@ -10,7 +10,7 @@ and measure what it is worth (`serc bench ... --ablate quote.overrule`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from serc_dspy.core.errors import UserError
@@ -52,6 +52,10 @@ def register(*rules: Rule) -> None:
 
 class UnknownRule(UserError):
     """A rule id that no rule has; the message lists the valid ids."""
+
+
+RuleSwitch = Callable[[str], bool]
+"""Whether a rule is on (`Run.on`, `RuleSet.on`): what rule functions take to ask."""
 
 
 def check_ids(ids: Iterable[str]) -> None:

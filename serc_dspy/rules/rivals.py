@@ -12,11 +12,10 @@ a value of the same thing."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
@@ -394,7 +393,7 @@ def range_order(slot: Slot, sentence: str, chosen: Candidate) -> bool:
 
 
 def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
-              rival: Candidate, subject: str, on: Callable[[str], bool]
+              rival: Candidate, subject: str, on: RuleSwitch
               ) -> tuple[str, str] | None:
     """The first guard (switched on) that finds a rival chosen in both orders to be a value of
     another thing, as (its rule, why); None: the rival may be swapped in."""
