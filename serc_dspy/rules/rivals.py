@@ -237,19 +237,26 @@ def unit_of(text: str, end: int) -> str:
     return stem(word[:-1] if word.endswith("s") and len(word) > 3 else word)
 
 
+def units(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
+          ) -> tuple[str, str] | None:
+    """The nouns a number slot and its rival count (`unit_of`, "" for none); None when the
+    slot is no number or the rival's sentence is not at hand (then no unit guard holds)."""
+    rival = sentence_of(chosen, evidence)
+    if slot.kind != "number" or rival is None:
+        return None
+    at = (chosen.offset or 0) - rival.offset
+    return (unit_of(fact, slot.start + len(slot.text)),
+            unit_of(rival.text, at + len(chosen.value)))
+
+
 def same_unit(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
               ) -> bool:
     """Whether a number rival counts the same thing as the slot's number: the noun each is
     followed by ("19 chromosome pairs" does not count chromosomes, "36% oxygen" is not a share
     of nitrogen, "2,000 DKK" is no price in USD). Where either number is followed by no noun,
     or the rival's sentence is not at hand, it is not held back."""
-    rival = sentence_of(chosen, evidence)
-    own = unit_of(fact, slot.start + len(slot.text))
-    if slot.kind != "number" or rival is None or not own:
-        return True
-    at = (chosen.offset or 0) - rival.offset
-    theirs = unit_of(rival.text, at + len(chosen.value))
-    return not theirs or theirs == own
+    found = units(slot, fact, evidence, chosen)
+    return found is None or not all(found) or found[0] == found[1]
 
 
 def counted_noun(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
@@ -258,12 +265,8 @@ def counted_noun(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     both, `same_unit` has nothing to compare, and a bare number in a bio is most often
     another count the passage makes ("at the age of nine" for an 11 the article gives
     elsewhere). Not a number, or the rival's sentence not at hand: not held back."""
-    rival = sentence_of(chosen, evidence)
-    if slot.kind != "number" or rival is None:
-        return True
-    at = (chosen.offset or 0) - rival.offset
-    return bool(unit_of(fact, slot.start + len(slot.text)) and
-                unit_of(rival.text, at + len(chosen.value)))
+    found = units(slot, fact, evidence, chosen)
+    return found is None or all(found)
 
 
 def asked_relation(question: str) -> set[str]:
@@ -381,8 +384,7 @@ def range_order(slot: Slot, sentence: str, chosen: Candidate) -> bool:
     if opens:
         first, last = date_key(chosen.value), date_key(opens.group(0))
     elif closes:
-        year_end = closes.start() + 4 + (closes.group(0)[4:5] == ")")
-        first = date_key(sentence[max(0, closes.start() - OTHER_END_CHARS):year_end])
+        first = date_key(sentence[max(0, closes.start() - OTHER_END_CHARS):closes.start() + 4])
         last = date_key(chosen.value)
     else:
         return True
