@@ -17,6 +17,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     quotes,
     rivals,
     slots,
+    titles,
 )
 from serc_dspy.rules.base import (
     RULES,

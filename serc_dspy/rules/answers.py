@@ -23,6 +23,7 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
+from serc_dspy.rules.titles import quoted, quoted_titles
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
 _COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
@@ -233,7 +234,7 @@ def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
     asked = f" {normalise(question, fold=True)} "
     new = [s for s in found if f" {normalise(s.text, fold=True)} " not in asked]
     found = new or found
-    return sorted(found, key=lambda s: _quoted(sentence, s))
+    return sorted(found, key=lambda s: quoted(sentence, s))
 
 
 def _restates(question: str, sentence: str) -> bool:
@@ -250,22 +251,15 @@ def full_name(sentence: str, span: Span) -> bool:
     Rangers"), not a title the sentence quotes ("The Weekly Standard"), not a place."""
     words = span.text.split()
     return len(words) > 1 and opens_person_name(words[0]) and \
-        not _quoted(sentence, span) and not is_asked_place(span.text, "")
-
-
-def _quoted(sentence: str, span: Span) -> bool:
-    """Whether the span stands in quotes, an article before it inside them ("The Nation")."""
-    before, after = sentence[:span.start], sentence[span.start + len(span.text):]
-    before = re.sub(r"\b(?:The|A|An)\s*$", "", before)
-    return before.rstrip()[-1:] in "\"“'‘" and bool(before.strip()) and \
-        after.lstrip()[:1] in "\"”'’"
+        not quoted(sentence, span) and not is_asked_place(span.text, "")
 
 
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],
-                      on: RuleSwitch = _every_rule) -> list[Candidate]:
+                      on: RuleSwitch = _every_rule, sentence: str = "") -> list[Candidate]:
     """A short answer's options: for a comparison, the two options the question names (each
-    must stand in the evidence); otherwise the values of the slot's kind in the evidence
-    sentences that share most words with the question; then "not stated"."""
+    must stand in the evidence); for a title the draft (`sentence`) quotes, the evidence's
+    quoted titles; otherwise the values of the slot's kind in the evidence sentences that
+    share most words with the question; then "not stated"."""
     options = [Candidate(value=slot.text, origin="fact")]
     seen = {normal_form(slot.kind, slot.text)}
     if question_kind(question) == "comparison" and comparison_options(question):
@@ -297,6 +291,11 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     # (in the passages' order, the cap filled up before a bio's own sentence was reached)
     words = content_stems(question)
     ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
+    if sentence and on("choose.quoted_title") and \
+            quoted(sentence, Span(slot.kind, slot.text, slot.start)):
+        offered = quoted_titles(slot, ranked, lambda value: new_value(None, None, value))
+        if any(c.origin == "evidence" for c in offered):
+            return offered
     noun = titled(question) if on("choose.asked_type") else ""
     kind = question_kind(question)
     if slot.kind == "name" and not noun and (
@@ -382,13 +381,18 @@ def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence]) ->
 def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _every_rule
                  ) -> tuple[str, str] | None:
     """The rule that typed a short answer's options by the question (`choose.asked_type`,
-    `choose.asked_place`, `choose.asked_person`) and what it did, when its options were the
+    `choose.asked_place`, `choose.asked_person`) or by the draft's quotes
+    (`choose.quoted_title`) and what it did, when its options were the
     ones offered; None otherwise."""
     offered = [c.value for c in candidates if c.origin == "evidence"]
     noun = titled(question) if on("choose.asked_type") else ""
     kind = question_kind(question)
     if not offered:
         return None
+    if on("choose.quoted_title") and all(c.context[:1] in "\"“" for c in candidates
+                                          if c.origin == "evidence"):
+        return "choose.quoted_title", "the draft quotes a title: the options are the " \
+                                      "titles the evidence quotes (" + ", ".join(offered) + ")"
     if noun:
         if all(closes_with(v, noun) for v in offered):
             return "choose.asked_type", f"the question asks for a {noun}: the options are " \

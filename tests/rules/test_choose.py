@@ -25,7 +25,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
          "choose.asked_person", "choose.third_order", "choose.same_range",
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
-         "choose.name_stated"}
+         "choose.name_stated", "choose.quoted_title"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -574,3 +574,55 @@ def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
     # the answer chosen in both orders: nothing to weigh
     right, _ = _answer(KICK_CORPUS, KICK, "Badr Hari", "Badr Hari", **on)
     assert right.answer == "Badr Hari" and not right.trace.ruled("choose.question_echo")
+
+
+SHOW_CORPUS = LocalCorpus.from_texts({
+    "s.txt": "Nixon won an Emmy Award for her performance. She is known for playing Miranda "
+             "Hobbes in the HBO series \"Sex and the City\" (1998-2004), for which she won the "
+             "2004 Emmy Award for Outstanding Supporting Actress in a Comedy Series.",
+})
+SHOW_QUESTION = "In what show did Cynthia Nixon win the 2004 Emmy Award for her performance?"
+
+
+def test_a_quoted_short_answer_is_offered_the_titles_the_evidence_quotes():
+    # the short-answer path of HaluEval tuning item 15's case: the quoted title is no run of
+    # capitalised words ("and the"), so the network and the award's category were offered
+    draft = "She starred in \"Desperate Housewives\"."
+    fixed, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, draft, "Sex and the City")
+    assert fixed.trace.short_draft
+    assert fixed.answer == "She starred in \"Sex and the City\"."
+    assert fixed.trace.ruled("choose.quoted_title", "f0.0")
+    assert _offered(engine) == ["Desperate Housewives", "Sex and the City", "not stated"]
+    # unquoted, the same name is offered the evidence's names, as before
+    bare, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, "Desperate Housewives", "HBO")
+    assert not bare.trace.ruled("choose.quoted_title")
+    assert "Sex and the City" not in _offered(engine)
+    off, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, draft, "HBO",
+                          **{"choose.quoted_title": False})
+    assert not off.trace.ruled("choose.quoted_title")
+    assert "Sex and the City" not in _offered(engine) and "HBO" in _offered(engine)
+
+
+BOOK_TITLE_CORPUS = LocalCorpus.from_texts({
+    "b.txt": "In 1910 Marie Curie published \"Treatise on Radioactivity\" with Gauthier-Villars "
+             "in Paris.",
+})
+
+
+def test_a_quoted_title_in_prose_is_offered_the_titles_the_evidence_quotes():
+    # the long-form path of HaluEval tuning item 15: the fact drops the draft's quotes, the
+    # draft sentence keeps them; the quoted title has lower-case words, so no name span
+    draft = ("Marie Curie was a physicist and chemist of great renown. She wrote \"Radium "
+             "Days\" in 1910.")
+    facts = {"She wrote \"Radium Days\" in 1910.": ["Marie Curie wrote Radium Days in 1910."]}
+    fixed, engine = decode(draft, facts, corpus=BOOK_TITLE_CORPUS,
+                           choose=pick("Treatise on Radioactivity"))
+    assert fixed.answer == draft.replace("Radium Days", "Treatise on Radioactivity")
+    assert fixed.trace.ruled("choose.quoted_title", "f1.0")
+    assert fixed.trace.ruled("choose.swap", "f1.0")
+    off, engine = decode(draft, facts, corpus=BOOK_TITLE_CORPUS,
+                         choose=pick("Treatise on Radioactivity"),
+                         rules={"choose.quoted_title": False})
+    assert off.answer == draft and not off.trace.ruled("choose.quoted_title")
+    assert all("Treatise on Radioactivity" not in call["inputs"]["options"]
+               for call in engine.of("ChooseValue"))

@@ -48,6 +48,7 @@ from serc_dspy.rules.slots import (
     preceding_word,
     stated,
 )
+from serc_dspy.rules.titles import title_candidates
 from serc_dspy.rules.words import content_stems
 from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import ChooseSentence, ChooseValue
@@ -139,7 +140,7 @@ class SlotChooser(Stage):
                 continue
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
-                candidates = answer_candidates(question, slot, evidence, run.on)
+                candidates = answer_candidates(question, slot, evidence, run.on, sentence)
                 typed = typed_ruling(question, candidates, run.on)
                 if typed:
                     run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
@@ -176,8 +177,13 @@ class SlotChooser(Stage):
         claim = claim or blank_in(fact.text, slot.text) or blank_in(sentence, slot.text) or \
             fact.text
         frame = preceding_word(sentence, sentence.find(slot.text))
+        titles = title_candidates(slot, sentence, fact.text, about) \
+            if candidates is None and run.on("choose.quoted_title") else None
+        if titles:
+            run.rule("choose.quoted_title", fact.id, before=slot.text, detail="the draft quotes "
+                     "it: the options are the titles the evidence quotes")
         slot.candidates = candidates if candidates is not None else \
-            collect_candidates(slot, fact.text, about, name, frame)
+            titles or collect_candidates(slot, fact.text, about, name, frame)
         own_stated = stated(slot, evidence)
         if not any(c.origin == "evidence" for c in slot.candidates):
             slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \
