@@ -208,16 +208,19 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
 
 def answer_sentence(question: str, draft: str) -> bool:
     """Whether a caller's draft is one short sentence stating a value of the kind the question
-    asks for (a date, a number, a place, a person, a name ending in the asked type word, or
-    exactly one of a comparison's two options) that the question does not name itself: that
-    value is its answer ("The 1976 German Grand Prix was won by a driver who retired in
-    1980."), and it is checked as a short answer is, not as prose about a subject."""
+    asks for (a date, a number, a place, a person, a name ending in the asked type word,
+    exactly one of a comparison's two options, or a yes or no) that the question does not
+    name itself: that value is its answer ("The 1976 German Grand Prix was won by a driver
+    who retired in 1980."), and it is checked as a short answer is, not as prose about a
+    subject."""
     text = " ".join(draft.split())
     if not text or len(text.split()) > ANSWER_SENTENCE_WORDS or len(split_sentences(text)) != 1:
         return False
     kind = question_kind(question)
     if kind == "comparison":
         return sum(_count(text, option) > 0 for option in comparison_options(question)) == 1
+    if kind == "yes/no":  # "Yes, both were golfers.": its answer is its first word
+        return bool(re.match(r"\W*(?:yes|no)\b", text, re.IGNORECASE))
     wanted, noun = _WANTED.get(kind, ()), titled(question)
     asked = f" {normalise(question, fold=True)} "
     return any((s.kind in wanted or noun and s.kind == "name" and closes_with(s.text, noun))

@@ -25,7 +25,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
          "choose.asked_person", "choose.third_order", "choose.same_range",
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
-         "choose.name_stated", "choose.quoted_title"}
+         "choose.name_stated", "choose.quoted_title", "choose.both"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -626,3 +626,30 @@ def test_a_quoted_title_in_prose_is_offered_the_titles_the_evidence_quotes():
     assert off.answer == draft and not off.trace.ruled("choose.quoted_title")
     assert all("Treatise on Radioactivity" not in call["inputs"]["options"]
                for call in engine.of("ChooseValue"))
+
+
+CITIES_CORPUS = LocalCorpus.from_texts({
+    "c.txt": "Wenling (Wenling dialect: Uen-lin) is a coastal county-level city in Zhejiang "
+             "province, China. Xinzheng is a small county-level city of Zhengzhou in Henan "
+             "province of Central China. Osaka is a city in Japan.",
+})
+BOTH = "Are Wenling and Xinzheng both in China?"
+
+
+def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
+    # HaluEval tuning item 23: "yes" stands in no passage, so nothing was chosen and the
+    # wrong answer stood; each city's own sentence says China
+    fixed, engine = _answer(CITIES_CORPUS, BOTH, "Wenling is in Japan.", "not stated")
+    assert fixed.answer == "Yes, Wenling and Xinzheng are both in China."
+    assert fixed.trace.ruled("choose.both", "f0.0") and fixed.trace.ruled("choose.swap")
+    assert engine.of("ChooseValue") == []  # the passages decide it, not the model
+    kept, _ = _answer(CITIES_CORPUS, BOTH, "Yes.", "not stated")
+    assert kept.answer == "Yes." and kept.trace.ruled("choose.both", "f0.0")
+    assert kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    # a property the evidence does not state of each: no "no" is inferred, the answer stays
+    osaka, _ = _answer(CITIES_CORPUS, "Are Wenling and Osaka both in China?", "No.",
+                       "not stated")
+    assert osaka.answer == "No." and not osaka.trace.ruled("choose.both")
+    off, _ = _answer(CITIES_CORPUS, BOTH, "Wenling is in Japan.", "not stated",
+                     **{"choose.both": False})
+    assert off.answer == "Wenling is in Japan." and not off.trace.ruled("choose.both")

@@ -21,12 +21,9 @@ from serc_dspy.core.trace import Candidate, Check, Fact, Passage, Sentence, Slot
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
+from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.answers import (
-    answer_candidates,
-    answer_slots,
-    compare_slot,
     question_kind,
-    typed_ruling,
 )
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
@@ -53,11 +50,8 @@ from serc_dspy.rules.words import content_stems
 from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import ChooseSentence, ChooseValue
 
-MAX_SENTENCES = 6
-"""Evidence sentences a sentence choice lists (those sharing most words with the claim)."""
 
-
-class SlotChooser(Stage):
+class SlotChooser(ShortAnswers, Stage):
     """Judge a check node's facts by choices among the evidence's own values. Alone:
     `SlotChooser()(subject=..., claim=..., passages=[...])` gives the claim's slots and
     verdict."""
@@ -121,46 +115,6 @@ class SlotChooser(Stage):
                 self.decide(run, fact)
             else:
                 await self.choose_sentence(run, check, fact, evidence, name)
-
-    async def judge_short(self, run: Run, passages: list[Passage], facts: list[Fact],
-                          asked: dict[tuple[str, str], list[str | None]]) -> None:
-        """A short caller draft: each part (draft sentence) is one slot, the value of the
-        question's kind (`answer_slots`), its options the evidence's values of that kind, or
-        the two a comparison question names (`answer_candidates`). A yes/no answer, or a part
-        with no slot, is left unverified: the evidence offers nothing to choose."""
-        question = run.trace.question
-        evidence = about_subject(passages, "")
-        for fact in facts:
-            sentence = run.trace.sentences[fact.sentence].text
-            slots = answer_slots(question, sentence, run.on)
-            if not slots:
-                fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
-                run.rule("choose.unverified", fact.id, after="unverified",
-                         detail=f"a {question_kind(question)} answer with no value to choose")
-                continue
-            shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
-            for slot in slots:
-                candidates = answer_candidates(question, slot, evidence, run.on, sentence)
-                typed = typed_ruling(question, candidates, run.on)
-                if typed:
-                    run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
-                if question_kind(question) == "comparison" and run.on("choose.compare"):
-                    slot.candidates = candidates
-                    if (decided := compare_slot(question, slot, evidence)) is not None:
-                        run.rule("choose.compare", fact.id, before=slot.text, after=decided,
-                                 detail=slot.note)
-                    continue
-                listed = {(s.passage, s.offset) for s in shown_sentences}
-                extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
-                    c.passage == s.passage and s.offset <= (c.offset or 0) <
-                    s.offset + len(s.text) for c in candidates)]
-                text = "\n".join(s.text for s in sorted(
-                    shown_sentences + extra, key=lambda s: (s.passage, s.offset)))
-                claim = f"{question.strip()} Answer: {blank_in(sentence, slot.text)}"
-                await self.choose_value(run, fact, slot, [], text, evidence, "", sentence,
-                                        asked, claim=claim, candidates=candidates, short=True)
-            fact.slots = slots
-            self.decide(run, fact)
 
     async def choose_value(self, run: Run, fact: Fact, slot: Slot,
                            about: list[EvidenceSentence], text: str,

@@ -1,0 +1,79 @@
+"""A caller's short answer at the check nodes that choose (`verdicts="choose"`): each part is
+one slot of the kind the question asks for, offered the evidence's values of that kind, the two
+names a comparison offers, or, for "Are A and B both P?", the evidence's statement of P
+(`rules.answers`, `rules.yesno`). Mixed into `choice.SlotChooser`, whose choice and decision
+it reuses."""
+
+from __future__ import annotations
+
+from serc_dspy.core.trace import Fact, Passage
+from serc_dspy.rules.answers import (
+    answer_candidates,
+    answer_slots,
+    compare_slot,
+    question_kind,
+    typed_ruling,
+)
+from serc_dspy.rules.slots import about_subject, blank_in, focus
+from serc_dspy.rules.yesno import both_slot
+from serc_dspy.runtime.steps import Run
+
+MAX_SENTENCES = 6
+"""Evidence sentences a choice shows: a short answer's (those sharing most words with the
+question), and a sentence choice's (with the claim)."""
+
+
+class ShortAnswers:
+    """`judge_short`, for `SlotChooser` (its `choose_value` and `decide`)."""
+
+    async def judge_short(self, run: Run, passages: list[Passage], facts: list[Fact],
+                          asked: dict[tuple[str, str], list[str | None]]) -> None:
+        """A short caller draft: each part (draft sentence) is one slot, the value of the
+        question's kind (`answer_slots`), its options the evidence's values of that kind, or
+        the two a comparison question names (`answer_candidates`). A one-part answer to "Are
+        A and B both P?" is yes where the evidence states P of each (`choose.both`); another
+        yes/no answer, or a part with no slot, is left unverified: nothing to choose from."""
+        question = run.trace.question
+        evidence = about_subject(passages, "")
+        for fact in facts:
+            sentence = run.trace.sentences[fact.sentence].text
+            slots = answer_slots(question, sentence, run.on)
+            both = both_slot(question, sentence, evidence) if not slots and \
+                len(facts) == 1 and run.on("choose.both") else None
+            if both is not None:  # "Are A and B both P?": the evidence states P of each
+                run.rule("choose.both", fact.id, before=both.text, after=both.chosen or
+                         "SUPPORTED", detail=both.note)
+                fact.slots = [both]
+                if both.ruling == "supported":  # no choice was asked: the passages said it
+                    fact.settle("choose.both", verdict="SUPPORTED")
+                else:
+                    self.decide(run, fact)
+                continue
+            if not slots:
+                fact.settle("choose.unverified", verdict="NOT_FOUND", status="unverified")
+                run.rule("choose.unverified", fact.id, after="unverified",
+                         detail=f"a {question_kind(question)} answer with no value to choose")
+                continue
+            shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
+            for slot in slots:
+                candidates = answer_candidates(question, slot, evidence, run.on, sentence)
+                typed = typed_ruling(question, candidates, run.on)
+                if typed:
+                    run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
+                if question_kind(question) == "comparison" and run.on("choose.compare"):
+                    slot.candidates = candidates
+                    if (decided := compare_slot(question, slot, evidence)) is not None:
+                        run.rule("choose.compare", fact.id, before=slot.text, after=decided,
+                                 detail=slot.note)
+                    continue
+                listed = {(s.passage, s.offset) for s in shown_sentences}
+                extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
+                    c.passage == s.passage and s.offset <= (c.offset or 0) <
+                    s.offset + len(s.text) for c in candidates)]
+                text = "\n".join(s.text for s in sorted(
+                    shown_sentences + extra, key=lambda s: (s.passage, s.offset)))
+                claim = f"{question.strip()} Answer: {blank_in(sentence, slot.text)}"
+                await self.choose_value(run, fact, slot, [], text, evidence, "", sentence,
+                                        asked, claim=claim, candidates=candidates, short=True)
+            fact.slots = slots
+            self.decide(run, fact)
