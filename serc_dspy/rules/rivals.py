@@ -15,6 +15,7 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
+from serc_dspy.rules.answers import head_noun
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
@@ -95,6 +96,13 @@ register(
          "people a question describes, and broke a right answer", found_on="HaluEval tuning "
          "items 12, 17", thresholds={"rival_frame_words": RIVAL_FRAME_WORDS,
                                            "asked_words": ASKED_WORDS}),
+    Rule("choose.asked_noun", "a caller's short answer that the evidence states is replaced "
+         "by a rival chosen in both orders when the evidence calls the rival by the type word "
+         "the question asks for (\"Which state ...?\": \"the state of Hawaii\", \"Hawaii "
+         "state\") and calls the answer by it nowhere", "the drug stores' state was held back "
+         "by `choose.own_stated`: the evidence names California, as where their CEO's company "
+         "came from, while the stores are \"throughout the state of Hawaii\"",
+         english_only=True, found_on="HaluEval tuning item 5"),
     Rule("choose.question_echo", "a caller's short answer whose two option orders each passed "
          "it over, for two different rivals, takes the rival whose evidence sentences share "
          "`echo_margin` more of the question's content words than the other's; and a rival "
@@ -267,6 +275,25 @@ def counted_noun(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     elsewhere). Not a number, or the rival's sentence not at hand: not held back."""
     found = units(slot, fact, evidence, chosen)
     return found is None or all(found)
+
+
+def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],
+               chosen: Candidate) -> bool:
+    """Whether the evidence calls the chosen rival by the type word the question asks for
+    ("the state of Hawaii", "Hawaii State" for "Which state ...?") and the short answer's own
+    value by it nowhere: the rival is then of the asked kind, and the answer a value of
+    something else the evidence names."""
+    noun = head_noun(question)
+    rival = sentence_of(chosen, evidence)
+    if not noun or rival is None:
+        return False
+
+    def typed(text: str, value: str) -> bool:
+        name = re.escape(value)
+        return bool(re.search(rf"\b{noun}s?\s+of\s+(?:the\s+)?{name}(?!\w)|(?<!\w){name}\s+"
+                              rf"{noun}\b", text, re.IGNORECASE))
+    return typed(rival.text, chosen.value) and \
+        not any(typed(s.text, slot.text) for s in evidence)
 
 
 def asked_relation(question: str) -> set[str]:

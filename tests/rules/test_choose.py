@@ -25,7 +25,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_type", "choose.same_unit", "choose.asked_place",
          "choose.asked_person", "choose.third_order", "choose.same_range",
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
-         "choose.name_stated", "choose.quoted_title", "choose.both"}
+         "choose.name_stated", "choose.quoted_title", "choose.both",
+         "choose.asked_noun"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -653,3 +654,25 @@ def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
     off, _ = _answer(CITIES_CORPUS, BOTH, "Wenling is in Japan.", "not stated",
                      **{"choose.both": False})
     assert off.answer == "Wenling is in Japan." and not off.trace.ruled("choose.both")
+
+
+STORES_CORPUS = LocalCorpus.from_texts({
+    "d.txt": "Tom Reed was the CEO of Kona Drugs out of California before its sale. Kona Drugs "
+             "is a chain of 40 drug stores throughout the state of Hawaii.",
+})
+STORES = "Which state are the drug stores located in, of which Tom Reed was the CEO?"
+
+
+def test_a_rival_the_evidence_calls_by_the_asked_type_word_outweighs_a_stated_answer():
+    # HaluEval tuning item 5: "California" is stated (the CEO's company came from there), so
+    # `choose.own_stated` held back "Hawaii", which the evidence calls "the state of Hawaii"
+    fixed, _ = _answer(STORES_CORPUS, STORES, "California", "Hawaii")
+    assert fixed.answer == "Hawaii" and fixed.trace.ruled("choose.asked_noun", "f0.0")
+    assert not fixed.trace.ruled("choose.own_stated")
+    off, _ = _answer(STORES_CORPUS, STORES, "California", "Hawaii",
+                     **{"choose.asked_noun": False})
+    assert off.answer == "California" and off.trace.ruled("choose.own_stated", "f0.0")
+    # the right answer, passed over for the stated California, is not replaced: the
+    # evidence calls California by no "state"
+    kept, _ = _answer(STORES_CORPUS, STORES, "Hawaii", "California")
+    assert kept.answer == "Hawaii" and not kept.trace.ruled("choose.asked_noun")

@@ -28,6 +28,7 @@ from serc_dspy.rules.answers import (
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     asked_frame,
+    asked_noun,
     context_of,
     echo_leader,
     held_back,
@@ -181,6 +182,11 @@ class SlotChooser(ShortAnswers, Stage):
                     run.rule("choose.asked_frame", fact.id, before=slot.text, after=first,
                              detail="the question's words stand around the rival, not "
                                     "around the answer")
+                if attested and short and run.on("choose.asked_noun") and \
+                        asked_noun(run.trace.question, slot, evidence, rival):
+                    attested = False
+                    run.rule("choose.asked_noun", fact.id, before=slot.text, after=first,
+                             detail="the evidence calls the rival by the type word asked for")
                 if attested and short and run.on("choose.question_echo") and \
                         echo_leader(run.trace.question, [first, own], evidence) == first:
                     attested = False
