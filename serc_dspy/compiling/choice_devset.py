@@ -22,13 +22,13 @@ from serc_dspy.core.text import split_sentences
 from serc_dspy.core.trace import Candidate, Passage, Slot
 from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown
 from serc_dspy.retrieval.knowledge import article_text, read_knowledge_json
+from serc_dspy.rules.frames import preceding_word
 from serc_dspy.rules.slots import (
     about_subject,
     blank_in,
     collect_candidates,
     find_slots,
     focus,
-    preceding_word,
 )
 
 OPENING_SENTENCES = 8

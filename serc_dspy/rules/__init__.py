@@ -11,6 +11,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     agree,
     draft,
     fixes,
+    frames,
     guards,
     hygiene,
     names,

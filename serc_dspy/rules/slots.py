@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Passage, Slot
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.frames import following_words, preceding_word
 from serc_dspy.rules.words import MONTHS, STOP, content_stems, stem, words_of
 
 MAX_SLOTS = 3
@@ -229,17 +230,6 @@ def _trim_name(name: str, subject_words: set[str]) -> str:
     return " ".join(parts)
 
 
-def preceding_word(text: str, start: int) -> str:
-    """The word before a span, lower-cased, articles and conjunctions passed over ("" at the
-    start): a name's frame, "born in ___", "with ___", "Prize in ___", "of (the) ___" (an
-    article alone let "at the Iba Cathedral" stand for "of the Philippines"; "and" alone let
-    "golfer and LPGA Tour winner" stand for "Swedish and American")."""
-    before = [w.lower() for w in re.findall(r"[^\W_]+", text[:start])]
-    while before and before[-1] in ("the", "a", "an", "and", "or"):
-        before.pop()
-    return before[-1] if before else ""
-
-
 def blank_in(text: str, value: str) -> str | None:
     """`text` with its one whole-word `value` replaced by ___ (None unless it stands once)."""
     if _count(text, value) != 1:
@@ -341,15 +331,17 @@ def focus(evidence: list[EvidenceSentence], fact: str, subject: str = "",
 
 
 def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
-                       subject: str = "", frame: str | None = None) -> list[Candidate]:
+                       subject: str = "", frame: str | None = None,
+                       after: tuple[str, ...] = ()) -> list[Candidate]:
     """The slot's options: its own value, the same-kind values of the evidence sentences about
     the fact's event (most shared event words first; one shared word at least), each once by
     its normal form, then "not stated"; at most `MAX_CANDIDATES`.
 
     A name or role is offered only in the slot's frame, the word before it in the draft
     (`frame`, `preceding_word`): "born in ___" is offered "in Warsaw", not "with Pierre
-    Curie"; a person is never offered for a field; and the subject's own names are never a
-    rival ("Beenie Man" for his birth name "Moses Anthony Davis")."""
+    Curie"; or in its two words after (`after`, `following_words`: "Jordan's 15th ___" is
+    offered "Puerto Rico's 15th"); a person is never offered for a field; and the subject's own
+    names are never a rival ("Beenie Man" for his birth name "Moses Anthony Davis")."""
     rest = (fact[:slot.start] + " " + fact[slot.start + len(slot.text):])
     event = content_stems(rest, subject) - {stem(w) for w in words_of(slot.text)}
     in_fact = normalise(fact, fold=True)
@@ -369,7 +361,9 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
             return False
         if slot.kind not in ("name", "role"):
             return True
-        return (frame is None or preceding_word(sentence.text, span.start) == frame) and \
+        return (frame is None or preceding_word(sentence.text, span.start) == frame or
+                bool(after) and following_words(sentence.text, span.start + len(span.text)) ==
+                after) and \
             not own_words & content_stems(value) and normalise(value, fold=True) not in in_fact
 
     return _offer(slot, about, fits, subject=subject)

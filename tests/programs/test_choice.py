@@ -356,7 +356,7 @@ def test_no_rival_is_the_subject_a_value_of_the_fact_itself_or_another_wording()
 
 
 def test_a_names_frame_passes_over_the_article():
-    from serc_dspy.rules.slots import preceding_word
+    from serc_dspy.rules.frames import preceding_word
 
     text = "He sat in the House of Representatives of the Philippines."
     assert preceding_word(text, text.index("Philippines")) == "of"

@@ -26,7 +26,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_person", "choose.third_order", "choose.same_range",
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
          "choose.name_stated", "choose.quoted_title", "choose.both",
-         "choose.asked_noun"}
+         "choose.asked_noun", "choose.after_frame"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -676,3 +676,24 @@ def test_a_rival_the_evidence_calls_by_the_asked_type_word_outweighs_a_stated_an
     # evidence calls California by no "state"
     kept, _ = _answer(STORES_CORPUS, STORES, "Hawaii", "California")
     assert kept.answer == "Hawaii" and not kept.trace.ruled("choose.asked_noun")
+
+
+LAUREATE_CORPUS = LocalCorpus.from_texts({
+    "l.txt": "In 1903 Marie Curie became France's youngest Nobel laureate, with Pierre Curie.",
+})
+
+
+def test_a_name_is_offered_in_the_frame_after_it_too():
+    # wikipedia_dev.json, Baltasar Corrada del Río: "Jordan's 15th Secretary of State" had no
+    # rival, the evidence's "Puerto Rico's 15th ..." following "as", not "was"
+    draft = "Marie Curie was a physicist of great renown. She was Austria's youngest Nobel " \
+            "laureate."
+    facts = {"She was Austria's youngest Nobel laureate.":
+             ["Marie Curie was Austria's youngest Nobel laureate."]}
+    fixed, engine = decode(draft, facts, corpus=LAUREATE_CORPUS, choose=pick("France"))
+    assert fixed.answer == draft.replace("Austria", "France")
+    assert fixed.trace.ruled("choose.swap", "f1.0")[0].after == "France"
+    assert "Pierre Curie" not in str(fixed.trace.fact("f1.0").slots)  # "with": no frame
+    off, engine = decode(draft, facts, corpus=LAUREATE_CORPUS, choose=pick("France"),
+                         rules={"choose.after_frame": False})
+    assert off.answer == draft and not off.trace.ruled("choose.swap")

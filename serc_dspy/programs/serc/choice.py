@@ -25,6 +25,7 @@ from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.answers import (
     question_kind,
 )
+from serc_dspy.rules.frames import following_words, preceding_word
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     asked_frame,
@@ -43,7 +44,6 @@ from serc_dspy.rules.slots import (
     collect_candidates,
     find_slots,
     focus,
-    preceding_word,
     stated,
 )
 from serc_dspy.rules.titles import title_candidates
@@ -131,14 +131,17 @@ class SlotChooser(ShortAnswers, Stage):
         for two facts are asked once."""
         claim = claim or blank_in(fact.text, slot.text) or blank_in(sentence, slot.text) or \
             fact.text
-        frame = preceding_word(sentence, sentence.find(slot.text))
+        at = sentence.find(slot.text)
+        frame = preceding_word(sentence, at)
+        after = following_words(sentence, at + len(slot.text)) \
+            if run.on("choose.after_frame") else ()
         titles = title_candidates(slot, sentence, fact.text, about) \
             if candidates is None and run.on("choose.quoted_title") else None
         if titles:
             run.rule("choose.quoted_title", fact.id, before=slot.text, detail="the draft quotes "
                      "it: the options are the titles the evidence quotes")
         slot.candidates = candidates if candidates is not None else \
-            titles or collect_candidates(slot, fact.text, about, name, frame)
+            titles or collect_candidates(slot, fact.text, about, name, frame, after)
         own_stated = stated(slot, evidence)
         if not any(c.origin == "evidence" for c in slot.candidates):
             slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \
