@@ -22,9 +22,7 @@ from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
 from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
-from serc_dspy.rules.answers import (
-    question_kind,
-)
+from serc_dspy.rules.answers import question_kind
 from serc_dspy.rules.frames import following_words, preceding_word
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
