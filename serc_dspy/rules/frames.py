@@ -18,7 +18,7 @@ register(
          "Secretary\"), not only where the word before it is the slot's", "the frame was the "
          "word before alone: \"He was Jordan's 15th Secretary of State\" had no rival, since "
          "\"Puerto Rico's 15th Secretary of State\" follows \"as\", not \"was\"",
-         english_only=True, thresholds={"after_words": AFTER_WORDS}, acts_without_ruling=True,
+         english_only=True, thresholds={"after_words": AFTER_WORDS},
          found_on="wikipedia_dev.json, Baltasar Corrada del Río, K = 2"),
 )
 _TOKEN = re.compile(r"['’]s\b|[^\W_]+")

@@ -693,7 +693,9 @@ def test_a_name_is_offered_in_the_frame_after_it_too():
     fixed, engine = decode(draft, facts, corpus=LAUREATE_CORPUS, choose=pick("France"))
     assert fixed.answer == draft.replace("Austria", "France")
     assert fixed.trace.ruled("choose.swap", "f1.0")[0].after == "France"
+    assert "'France'" in fixed.trace.ruled("choose.after_frame", "f1.0")[0].detail
     assert "Pierre Curie" not in str(fixed.trace.fact("f1.0").slots)  # "with": no frame
     off, engine = decode(draft, facts, corpus=LAUREATE_CORPUS, choose=pick("France"),
                          rules={"choose.after_frame": False})
     assert off.answer == draft and not off.trace.ruled("choose.swap")
+    assert not off.trace.ruled("choose.after_frame")

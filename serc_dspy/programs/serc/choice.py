@@ -32,6 +32,7 @@ from serc_dspy.rules.rivals import (
     echo_leader,
     held_back,
     own_attested,
+    sentence_of,
     stated_alone,
 )
 from serc_dspy.rules.slots import (
@@ -140,6 +141,10 @@ class SlotChooser(ShortAnswers, Stage):
                      "it: the options are the titles the evidence quotes")
         slot.candidates = candidates if candidates is not None else \
             titles or collect_candidates(slot, fact.text, about, name, frame, after)
+        if after and candidates is None and not titles and \
+                (added := self.after_frame_only(slot, about, frame)):
+            run.rule("choose.after_frame", fact.id, before=slot.text, detail="offered " +
+                     ", ".join(map(repr, added)) + ": the two words after each are the slot's")
         own_stated = stated(slot, evidence)
         if not any(c.origin == "evidence" for c in slot.candidates):
             slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \
@@ -213,6 +218,16 @@ class SlotChooser(ShortAnswers, Stage):
             slot.note = "the three orders disagree (" + ", ".join(map(repr, slot.choices)) + ")"
         else:
             slot.note = f"the two orders disagree ({first!r}, {second!r})"
+
+    @staticmethod
+    def after_frame_only(slot: Slot, about: list[EvidenceSentence], frame: str) -> list[str]:
+        """The rivals `choose.after_frame` alone admitted: names or roles whose word before
+        them in their passage is not the slot's."""
+        if slot.kind not in ("name", "role"):
+            return []
+        return [c.value for c in slot.candidates if c.origin == "evidence" and
+                (s := sentence_of(c, about)) is not None and
+                preceding_word(s.text, (c.offset or 0) - s.offset) != frame]
 
     @staticmethod
     def hold_back(run: Run, fact: Fact, slot: Slot, evidence: list[EvidenceSentence],
