@@ -644,6 +644,7 @@ def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
     assert fixed.answer == "Yes, Wenling and Xinzheng are both in China."
     assert fixed.trace.ruled("choose.both", "f0.0") and fixed.trace.ruled("choose.swap")
     assert engine.of("ChooseValue") == []  # the passages decide it, not the model
+    assert "decided by the passages, not chosen" in fixed.trace.ruled("choose.swap")[0].detail
     kept, _ = _answer(CITIES_CORPUS, BOTH, "Yes.", "not stated")
     assert kept.answer == "Yes." and kept.trace.ruled("choose.both", "f0.0")
     assert kept.trace.fact("f0.0").verdict == "SUPPORTED"

@@ -343,13 +343,17 @@ class SlotChooser(ShortAnswers, Stage):
             wrong = []
         if wrong and run.on("choose.swap"):
             slot = wrong[0]
+            # a slot the passages decided by rule (`choose.compare`, `choose.both`) was
+            # asked no choice, and its ruling says so
+            how = "chosen in both option orders, found in the evidence" if slot.choices \
+                else f"decided by the passages, not chosen ({slot.note})"
             fact.settle("choose.swap", verdict="CONTRADICTED", model=True)
-            fact.witness = Witness(reason="chosen from the evidence in both option orders",
-                                   old=slot.text, new=slot.chosen, contradicted=(slot.text,))
+            fact.witness = Witness(reason="chosen from the evidence in both option orders"
+                                   if slot.choices else slot.note, old=slot.text,
+                                   new=slot.chosen, contradicted=(slot.text,))
             fact.votes.update({"choice": "CONTRADICTED", "reversed": "CONTRADICTED"})
             run.rule("choose.swap", fact.id, before=slot.text, after=slot.chosen,
-                     detail=f"{slot.kind} slot: chosen in both option orders, found in the "
-                            "evidence")
+                     detail=f"{slot.kind} slot: {how}")
             return
         rejected = [s for s in fact.slots if s.ruling == "rejected"]
         if rejected:
