@@ -23,7 +23,7 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
-from serc_dspy.rules.titles import quoted, quoted_titles
+from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
 _COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
@@ -392,7 +392,7 @@ def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _e
     kind = question_kind(question)
     if not offered:
         return None
-    if on("choose.quoted_title") and all(c.context[:1] in "\"“" for c in candidates
+    if on("choose.quoted_title") and all(is_quoted_title(c) for c in candidates
                                           if c.origin == "evidence"):
         return "choose.quoted_title", "the draft quotes a title: the options are the " \
                                       "titles the evidence quotes (" + ", ".join(offered) + ")"

@@ -35,7 +35,6 @@ def preceding_word(text: str, start: int) -> str:
     return before[-1] if before else ""
 
 
-
 def following_words(text: str, end: int) -> tuple[str, ...]:
     """The `AFTER_WORDS` words after a span, lower-cased, a possessive "'s" one of them (a
     name's frame after it: "___'s 15th"); () when fewer follow or one is a function word."""

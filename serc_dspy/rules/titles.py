@@ -31,6 +31,11 @@ def quoted(sentence: str, span: Span) -> bool:
         after.lstrip()[:1] in "\"”'’"
 
 
+def is_quoted_title(candidate: Candidate) -> bool:
+    """Whether an evidence candidate was offered as a quoted title (its context is the quote)."""
+    return candidate.origin == "evidence" and candidate.context[:1] in ("\"", "“")
+
+
 def quoted_titles(slot: Slot, sentences: list[EvidenceSentence],
                   new_value: Callable[[str], bool]) -> list[Candidate]:
     """The slot's own value, then the titles `sentences` quote (once each, where `new_value`
