@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import dspy
-from dspy.lm15 import Message, Response, TextPart, Usage
+from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usage
 
 from serc_dspy.backends.chat import in_engine_thread, stream_events
 from serc_dspy.retrieval import LocalCorpus
@@ -27,6 +27,23 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 class Raw(str):
     """A handler's reply sent as it is, not as JSON: a cut-off or broken completion."""
+
+
+LOGPROBS = "_logprobs"
+"""A handler's output key for the log-probabilities of one output's value: {"choice": "B",
+"_logprobs": {"A": -0.4, "B": -1.1}} scores the token that writes "B" (sent only where the
+request asked for log-probabilities, as a server does)."""
+
+
+def _token_logprobs(text: str, field: str, top: dict[str, float]) -> tuple[TokenLogprob, ...]:
+    """The reply as three tokens, the middle one the field's value with `top` as its
+    alternatives, as an OpenAI-compatible server reports them."""
+    value = json.loads(text)[field]
+    head, tail = text.split(json.dumps(value), 1)
+    alternatives = tuple(TopLogprob(token=t, logprob=lp) for t, lp in top.items())
+    return (TokenLogprob(token=head + '"', logprob=0.0),
+            TokenLogprob(token=str(value), logprob=top.get(str(value), 0.0), top=alternatives),
+            TokenLogprob(token='"' + tail, logprob=0.0))
 
 
 def _parse_value(raw: str) -> Any:
@@ -41,7 +58,7 @@ def _parse_value(raw: str) -> Any:
 
 class ScriptedEngine:
     supports_response_schema = True
-    supported_params = frozenset({"response_format", "temperature", "max_tokens"})
+    supported_params = frozenset({"response_format", "temperature", "max_tokens", "logprobs"})
 
     def __init__(self, handlers: dict[str, Handler]):
         self.handlers = handlers
@@ -66,8 +83,11 @@ class ScriptedEngine:
         if name not in self.handlers:
             raise AssertionError(f"no scripted handler for {name}")
         outputs = self.handlers[name](inputs)
+        top = outputs.pop(LOGPROBS, None) if isinstance(outputs, dict) else None
         text = str(outputs) if isinstance(outputs, Raw) else json.dumps(outputs)
-        return Response(id=None, model="scripted",
+        logprobs = _token_logprobs(text, next(iter(outputs)), top) \
+            if top and request.config.logprobs is not None else None
+        return Response(id=None, model="scripted", logprobs=logprobs,
                         message=Message.assistant([TextPart(text)]),
                         finish_reason="stop",
                         usage=Usage(input_tokens=len(system + user) // 4,

@@ -73,7 +73,8 @@ class ChatEngine:
     """A DSPy engine that sends `chat_request` bodies through `send(body) -> dict`."""
 
     supports_response_schema = True
-    supported_params = frozenset({"response_format", "temperature", "max_tokens", "stop", "seed"})
+    supported_params = frozenset({"response_format", "temperature", "max_tokens", "stop", "seed",
+                                  "logprobs"})
 
     name = "chat"
     max_list_items = DEFAULT_MAX_LIST_ITEMS

@@ -4,7 +4,8 @@ DSPy 3.4 hands an engine one canonical `lm15.Request`. `chat_request` turns it i
 an OpenAI `/v1/chat/completions` call: messages, `max_tokens` (not the `max_completion_tokens`
 some servers ignore), temperature, stop words and, for typed outputs, `response_format` of type
 `json_schema` with the signature's schema (arrays bounded, so a small model cannot loop on list
-items until it runs out of tokens). `chat_response` reads the answer back, and refuses a
+items until it runs out of tokens) and, when asked, the tokens' log-probabilities.
+`chat_response` reads the answer back (with those log-probabilities), and refuses a
 truncated one (`finish_reason == "length"`): cut-off JSON "repaired" by a parser would silently
 lose the rest of a rewrite or a polish.
 
@@ -21,6 +22,7 @@ import re
 from typing import Any
 
 from dspy import lm15
+from dspy._vendor.lm15.providers.common import openai_token_logprobs
 from dspy._vendor.lm15.types import StreamDeltaEvent, TextDelta
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 from dspy.utils.exceptions import LMAuthError
@@ -141,6 +143,10 @@ def chat_request(request, *, model: str | None = None, max_tokens: int = DEFAULT
         body["stop"] = list(config.stop)
     if config.seed is not None:
         body["seed"] = int(config.seed)
+    if config.logprobs is not None:
+        # the chosen tokens' log-probabilities, with `config.logprobs` alternatives each
+        body["logprobs"] = True
+        body["top_logprobs"] = int(config.logprobs)
     schema = requested_schema(config.response_format)
     if schema is not None:
         body["response_format"] = {
@@ -173,6 +179,8 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
             f"{model} stopped at max_tokens after {usage.get('completion_tokens', '?')} tokens; "
             "the incomplete output was discarded")
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    logprobs = (choice.get("logprobs") or {}).get("content") \
+        if isinstance(choice.get("logprobs"), dict) else None
     return Response(
         id=payload.get("id"),
         model=model,
@@ -184,6 +192,7 @@ def chat_response(payload: dict[str, Any], model: str) -> Response:
             total_tokens=int(usage.get("total_tokens") or 0),
             cache_read_tokens=int(cached) if cached is not None else None,
         ),
+        logprobs=openai_token_logprobs(logprobs) or None,
     )
 
 

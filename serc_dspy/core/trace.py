@@ -108,6 +108,9 @@ class Slot(BaseModel):
     ruling: Literal["supported", "contradicted", "rejected", "unverified"] = "unverified"
     chosen: str | None = None
     note: str = ""
+    confidence: dict[str, float] = Field(default_factory=dict)
+    """Each value's probability, averaged over the option orders asked (from the letters'
+    log-probabilities); empty where the backend returned none."""
 
 
 class StateChange(BaseModel):

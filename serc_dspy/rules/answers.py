@@ -38,6 +38,9 @@ ANSWER_SENTENCE_WORDS = 25
 """A caller's one-sentence draft of at most this many words can be an answer to the question
 (`answer_sentence`): HaluEval's sentence answers run 7 to 26 words, while Factcheck-Bench's
 one-sentence answers, lists of things, run 27 to 55."""
+POOLED_MARGIN = 0.25
+"""The pooled probability by which one value must lead the next for `choose.pooled` to decide
+a short answer whose two orders disagree (set on HaluEval's tuning items 1-30)."""
 _WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
            "person": ("name",)}
 """The span kinds that answer each kind of question."""
@@ -72,6 +75,22 @@ register(
          "tuning items the third order sided with a wrong value 4 times in 5, swapping one "
          "wrong answer for another twice and held back by `choose.own_stated` twice)",
          default=False, found_on="HaluEval tuning items 2, 12, 25"),
+    Rule("choose.off_type", "a short answer to a person question whose value is no person's "
+         "name (two words or more, the first no given name, initial or honorific) is not held "
+         "by `choose.own_stated` against a rival chosen in both orders when every rival offered "
+         "is a full name: the evidence states the value, but not as who was asked for",
+         "a kickboxer question answered with his gym (\"Mike's Gym in Oostzaan\"), which the "
+         "evidence names, kept the right fighter out", english_only=True,
+         found_on="HaluEval tuning item 2"),
+    Rule("choose.pooled", "a short answer whose two option orders chose different values is "
+         "decided by the values' probabilities (the option letters' log-probabilities, where "
+         "the backend returns them), averaged over both orders: a value that leads every other "
+         "by `pooled_margin` stands as if both orders had chosen it, every guard still "
+         "applying; else the answer stays unverified (and `choose.third_order`, when on, asks "
+         "again)", "the two orders disagreed on a quarter of HaluEval's hallucinated answers; "
+         "a third order sided with a wrong value 4 times in 5, while the letters' "
+         "probabilities say how close each value came in both orders at no extra call",
+         thresholds={"pooled_margin": POOLED_MARGIN}, found_on="HaluEval tuning items 2, 12, 26"),
 )
 
 
@@ -379,6 +398,16 @@ def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence]) ->
     slot.chosen = None if decided == slot.text else decided
     slot.note = f"by the evidence's dates, {decided!r} is the answer"
     return decided
+
+
+def off_type(question: str, slot: Slot) -> bool:
+    """`choose.off_type`: a person question's answer that is no person's name (of two words or
+    more: a bare surname may still be one), while every rival offered is a full name."""
+    words = slot.text.split()
+    offered = [c.value for c in slot.candidates if c.origin == "evidence"]
+    return question_kind(question) == "person" and slot.kind == "name" and \
+        len(words) > 1 and not opens_person_name(words[0]) and bool(offered) and \
+        all(len(v.split()) > 1 and opens_person_name(v.split()[0]) for v in offered)
 
 
 def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _every_rule

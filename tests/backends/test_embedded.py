@@ -62,6 +62,22 @@ def test_a_truncated_reply_is_refused_and_an_error_reply_raises():
     assert ok.usage.input_tokens == 5 and ok.usage.cache_read_tokens == 4
 
 
+def test_log_probabilities_are_asked_for_and_read_back():
+    body = chat_request(_request(logprobs=5))
+    assert body["logprobs"] is True and body["top_logprobs"] == 5
+    assert "logprobs" not in chat_request(_request())  # not asked: not sent
+    token = {"token": "B", "logprob": -0.2, "bytes": [66],
+             "top_logprobs": [{"token": "B", "logprob": -0.2}, {"token": "A", "logprob": -1.8}]}
+    reply = chat_response({"choices": [{"finish_reason": "stop",
+                                        "message": {"content": '{"choice": "B"}'},
+                                        "logprobs": {"content": [token]}}]}, "m")
+    assert [t.token for t in reply.logprobs] == ["B"]
+    assert [(a.token, a.logprob) for a in reply.logprobs[0].top] == [("B", -0.2), ("A", -1.8)]
+    plain = chat_response({"choices": [{"finish_reason": "stop", "message": {"content": "{}"}}]},
+                          "m")
+    assert plain.logprobs is None
+
+
 def test_missing_gguf_path_is_a_clear_error(tmp_path):
     with pytest.raises(BackendError, match="GGUF model file not found"):
         LlamaServerEngine(tmp_path / "nope.gguf")
@@ -127,6 +143,22 @@ def test_temperature_zero_is_deterministic_and_temperature_reaches_the_engine(sm
     state = engine.dump_state()
     assert json.loads(json.dumps(state))["model_name"] == "smollm2"
     assert LlamaServerEngine.load_state(state).model_path == engine.model_path
+
+
+@pytest.mark.embedded
+def test_a_grammar_bound_letter_comes_back_with_each_letters_probability(smollm2):
+    from serc_dspy.programs.serc.confidence import LOGPROBS_CONFIG, letter_probabilities
+    from serc_dspy.signatures import ChooseValue
+
+    with dspy.context(lm=smollm2, adapter=dspy.JSONAdapter()):
+        reply = dspy.Predict(ChooseValue)(
+            evidence="Marie Curie was born in Warsaw in 1867.",
+            claim="Marie Curie was born in ___.", options="A) Paris\nB) Warsaw\nC) not stated",
+            config=LOGPROBS_CONFIG)
+    probabilities = letter_probabilities(reply, "ABC")
+    assert reply.choice in "ABC" and reply.choice in probabilities
+    assert abs(sum(probabilities.values()) - 1) < 1e-6
+    assert all(0 <= p <= 1 for p in probabilities.values())
 
 
 @pytest.mark.embedded

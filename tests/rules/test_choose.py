@@ -1,6 +1,8 @@
 """`rules.slots`: the `choose.` rules of check nodes that choose from the evidence, each shown
 firing and staying quiet (the scenarios are `tests/programs/test_choice.py`'s)."""
 
+import math
+
 import dspy
 import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
 from scripted import scripted_lm
@@ -11,6 +13,7 @@ from test_choice import (
     QUESTION,
     READS,
     _decode,
+    _options,
     decode,
     pick,
     reads_evidence,
@@ -18,6 +21,7 @@ from test_choice import (
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+from serc_dspy.core.trace import Candidate, Slot
 
 FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unverified",
          "choose.settle", "choose.propagate", "choose.own_stated", "choose.compare",
@@ -26,7 +30,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_person", "choose.third_order", "choose.same_range",
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
          "choose.name_stated", "choose.quoted_title", "choose.both",
-         "choose.asked_noun", "choose.after_frame"}
+         "choose.asked_noun", "choose.after_frame", "choose.pooled",
+         "choose.off_type"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -537,6 +542,57 @@ def test_a_short_answer_whose_two_orders_disagree_is_asked_in_a_third_order():
     assert not off.trace.ruled("choose.third_order")
 
 
+def weighed(chosen, weights):
+    """A chooser that picks `chosen` and reports each option letter's log-probability from
+    `weights` ({value: probability}; an unlisted value is unlikely), as a server does."""
+    def choose(inputs):
+        reply = pick(chosen)(inputs)
+        reply["_logprobs"] = {letter: math.log(weights.get(value, 0.001))
+                              for letter, value in _options(inputs["options"])}
+        return reply
+    return choose
+
+
+def _weighed_film(weights, **rules):
+    """The film question's two orders disagreeing (the first option of each), with `weights`
+    behind both choices."""
+    turns = iter(["Neil Gaiman", "Steven Spielberg"])
+    lm, engine = scripted_lm(handlers(ChooseValue=lambda i: weighed(next(turns), weights)(i)))
+    program = SERC(retriever=FILM_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal",
+                   rules={"choose.question_echo": False, **rules})
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question="Beowulf, a 2007 film, was directed by who?",
+                       draft="Steven Spielberg"), engine
+
+
+def test_a_short_answer_whose_orders_disagree_is_decided_by_their_pooled_probabilities():
+    # each order wrote its first letter, but both weighed Zemeckis highly: averaged over the
+    # two orders he leads by more than the margin, at no extra call
+    lead = {"Robert Zemeckis": 0.6, "Neil Gaiman": 0.25, "Steven Spielberg": 0.1}
+    fixed, engine = _weighed_film(lead)
+    assert fixed.answer == "Robert Zemeckis" and len(engine.of("ChooseValue")) == 2
+    ruling = fixed.trace.ruled("choose.pooled", "f0.0")[0]
+    assert ruling.after == "Robert Zemeckis" and ruling.before == "Steven Spielberg"
+    slot = fixed.trace.fact("f0.0").slots[0]
+    assert slot.choices == ["Neil Gaiman", "Steven Spielberg"]
+    assert max(slot.confidence, key=slot.confidence.get) == "Robert Zemeckis"
+    assert abs(sum(slot.confidence.values()) - 1) < 0.01
+    # every guard still applies: the swap is the rule that changes the answer
+    assert fixed.trace.ruled("choose.swap", "f0.0")
+    # a lead under the margin decides nothing: the answer stays, unverified
+    close = {"Robert Zemeckis": 0.4, "Neil Gaiman": 0.35, "Steven Spielberg": 0.2}
+    kept, _ = _weighed_film(close)
+    assert kept.answer == "Steven Spielberg" and not kept.trace.ruled("choose.pooled")
+    assert kept.trace.fact("f0.0").slots[0].note.startswith("the two orders disagree")
+    off, _ = _weighed_film(lead, **{"choose.pooled": False})
+    assert off.answer == "Steven Spielberg" and not off.trace.ruled("choose.pooled")
+    # a backend with no log-probabilities: no confidence, and the rule is silent
+    plain, _ = _film(["Neil Gaiman", "Steven Spielberg"], **{"choose.third_order": False})
+    assert plain.trace.fact("f0.0").slots[0].confidence == {}
+    assert not plain.trace.ruled("choose.pooled") and plain.answer == "Steven Spielberg"
+
+
 KICK_CORPUS = LocalCorpus.from_texts({
     "k.txt": "The promotion's roster includes Badr Hari, Peter Aerts and Peter Graham. Badr "
              "Hari is a Dutch kickboxer from Amsterdam, fighting out of a gym in Oostzaan. "
@@ -545,6 +601,34 @@ KICK_CORPUS = LocalCorpus.from_texts({
 })
 KICK = ("Who was once rated the best kickboxer in the world, though controversies followed "
         "his unsportsmanlike conduct?")
+
+
+GYM_CORPUS = LocalCorpus.from_texts({
+    "g.txt": "The promotion's roster includes Badr Hari and Peter Aerts. Badr Hari trains at "
+             "Mike's Gym in Oostzaan. Hari was once rated the best kickboxer in the world.",
+})
+
+
+def test_a_person_question_answered_by_no_persons_name_yields_to_a_full_name():
+    # the case that motivated it: HaluEval tuning item 2, answered with the fighter's gym,
+    # which the evidence names, so `choose.own_stated` kept the right fighter out
+    from serc_dspy.rules.answers import off_type
+
+    fixed, _ = _answer(GYM_CORPUS, KICK, "Mike's Gym in Oostzaan", "Badr Hari")
+    assert fixed.answer == "Badr Hari"
+    assert fixed.trace.ruled("choose.off_type", "f0.0")[0].after == "Badr Hari"
+    off, _ = _answer(GYM_CORPUS, KICK, "Mike's Gym in Oostzaan", "Badr Hari",
+                     **{"choose.off_type": False})
+    assert off.answer == "Mike's Gym in Oostzaan" and off.trace.ruled("choose.own_stated")
+    # a person's name, or a bare surname (which may be one), is still held by its statement
+    kept, _ = _answer(GYM_CORPUS, KICK, "Peter Aerts", "Badr Hari")
+    assert kept.answer == "Peter Aerts" and not kept.trace.ruled("choose.off_type")
+    slot = Slot(kind="name", text="Aerts", candidates=[
+        Candidate(value="Aerts", origin="fact"), Candidate(value="Badr Hari", origin="evidence")])
+    assert not off_type(KICK, slot)
+    # another kind of question: quiet
+    assert not off_type("Where does Badr Hari train?", slot.model_copy(update={
+        "text": "Mike's Gym in Oostzaan"}))
 
 
 def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():

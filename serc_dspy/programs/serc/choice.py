@@ -20,14 +20,20 @@ import dspy
 from serc_dspy.core.trace import Candidate, Check, Fact, Passage, Sentence, Slot, Trace, Witness
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, subject_name
+from serc_dspy.programs.serc.confidence import (
+    LOGPROBS_CONFIG,
+    Asked,
+    letter_probabilities,
+    pooled,
+    pooled_leader,
+    value_probabilities,
+)
 from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.answers import question_kind
 from serc_dspy.rules.frames import following_words, preceding_word
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
-    asked_frame,
-    asked_noun,
     context_of,
     echo_leader,
     held_back,
@@ -86,7 +92,7 @@ class SlotChooser(ShortAnswers, Stage):
         one by one, each reading the few evidence sentences about it (`focus`); a fact's
         slots and both option orders share that prefix, which the engine caches."""
         passages = check.passages or [Passage(text=check.evidence)]
-        asked: dict[tuple[str, str], list[str | None]] = {}
+        asked: dict[tuple[str, str], Asked] = {}
         if run.trace.short_draft:
             await self.judge_short(run, passages, facts, asked)
             return
@@ -119,7 +125,7 @@ class SlotChooser(ShortAnswers, Stage):
     async def choose_value(self, run: Run, fact: Fact, slot: Slot,
                            about: list[EvidenceSentence], text: str,
                            evidence: list[EvidenceSentence], name: str, sentence: str,
-                           asked: dict[tuple[str, str], list[str | None]], *,
+                           asked: dict[tuple[str, str], Asked], *,
                            claim: str | None = None,
                            candidates: list[Candidate] | None = None,
                            short: bool = False) -> None:
@@ -155,9 +161,15 @@ class SlotChooser(ShortAnswers, Stage):
         key = (claim, "|".join(c.value for c in slot.candidates))
         if key not in asked:
             asked[key] = await self.ask(run, fact, slot, text, claim)
-        slot.choices = list(asked[key])
+        slot.choices, slot.confidence = list(asked[key][0]), pooled(asked[key][1])
         first, second = slot.choices
-        if short and first != second and len(slot.candidates) > 3 and \
+        if short and first != second and run.on("choose.pooled") and \
+                (leader := pooled_leader(slot.confidence)) is not None:
+            run.rule("choose.pooled", fact.id, before=slot.text, after=leader,
+                     detail=f"the two orders chose {slot.choices}: pooled over both, "
+                            f"{leader!r} leads ({slot.confidence})")
+            first = second = leader
+        elif short and first != second and len(slot.candidates) > 3 and \
                 run.on("choose.third_order"):
             first, second = await self.third_ask(run, fact, slot, text, claim)
         own = slot.candidates[0].value
@@ -182,23 +194,8 @@ class SlotChooser(ShortAnswers, Stage):
                 # comparison's two options both stand in the evidence, so it is exempt
                 attested = (own_stated and question_kind(run.trace.question) != "comparison"
                             if short else own_attested(slot, fact.text, evidence, rival, name))
-                if attested and short and run.on("choose.asked_frame") and \
-                        asked_frame(run.trace.question, slot, evidence, rival):
-                    attested = False
-                    run.rule("choose.asked_frame", fact.id, before=slot.text, after=first,
-                             detail="the question's words stand around the rival, not "
-                                    "around the answer")
-                if attested and short and run.on("choose.asked_noun") and \
-                        asked_noun(run.trace.question, slot, evidence, rival):
-                    attested = False
-                    run.rule("choose.asked_noun", fact.id, before=slot.text, after=first,
-                             detail="the evidence calls the rival by the type word asked for")
-                if attested and short and run.on("choose.question_echo") and \
-                        echo_leader(run.trace.question, [first, own], evidence) == first:
-                    attested = False
-                    run.rule("choose.question_echo", fact.id, before=slot.text, after=first,
-                             detail="the question's words stand around the rival more than "
-                                    "around the answer")
+                if attested and short:
+                    attested = not self.overrules(run, fact, slot, evidence, rival)
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
                     slot.note = f"{first!r} was chosen, but the evidence states its own value " \
@@ -248,7 +245,7 @@ class SlotChooser(ShortAnswers, Stage):
         its values turned by half; the value two of the three orders chose stands as if both
         had chosen it (every guard still applies), else the three disagree."""
         third = (await self.ask(run, fact, slot, text, claim,
-                                orders=[third_order(slot.candidates)]))[0]
+                                orders=[third_order(slot.candidates)]))[0][0]
         first, second = slot.choices
         slot.choices.append(third)
         if third is None or third not in (first, second):
@@ -259,21 +256,26 @@ class SlotChooser(ShortAnswers, Stage):
         return third, third
 
     async def ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str,
-                  orders: list[list[Candidate]] | None = None) -> list[str | None]:
-        """The value chosen for the blank in each option order (None: no usable reply)."""
+                  orders: list[list[Candidate]] | None = None) -> Asked:
+        """The value chosen for the blank in each option order (None: no usable reply), and
+        each order's probabilities of the values (`confidence`; {} where the backend gave
+        none)."""
         chosen: list[str | None] = []
+        probabilities: list[dict[str, float]] = []
         for order in orders or option_orders(slot.candidates):
             options = "\n".join(f"{letter}) {shown(c)}"
                                 for letter, c in zip(LETTERS[:len(order)], order, strict=True))
 
             async def call(options=options):
                 return await run.call("value_chooser", evidence=text, claim=claim,
-                                      options=options)
+                                      options=options, config=LOGPROBS_CONFIG)
             reply = await run.attempt("detect", f"choice for {fact.id} ({slot.text!r}) failed",
                                       call, None)
             index = LETTERS.find(str(getattr(reply, "choice", "") or "?"))
             chosen.append(order[index].value if 0 <= index < len(order) else None)
-        return chosen
+            probabilities.append(value_probabilities(
+                order, letter_probabilities(reply, LETTERS[:len(order)]), LETTERS))
+        return chosen, probabilities
 
     @staticmethod
     def name_stated(run: Run, fact: Fact, evidence: list[EvidenceSentence]) -> None:
@@ -305,7 +307,7 @@ class SlotChooser(ShortAnswers, Stage):
                  "asked again in the whole sentence")
         for slot in wrong:
             claim = blank_in(sentence, slot.text)
-            again = await self.ask(run, fact, slot, text, claim) if claim else []
+            again = (await self.ask(run, fact, slot, text, claim))[0] if claim else []
             slot.choices += again
             if again and again != [slot.chosen, slot.chosen]:
                 slot.ruling = "unverified"

@@ -6,15 +6,18 @@ it reuses."""
 
 from __future__ import annotations
 
-from serc_dspy.core.trace import Fact, Passage
+from serc_dspy.core.trace import Candidate, Fact, Passage, Slot
+from serc_dspy.programs.serc.confidence import Asked
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
     compare_slot,
+    off_type,
     question_kind,
     typed_ruling,
 )
-from serc_dspy.rules.slots import about_subject, blank_in, focus
+from serc_dspy.rules.rivals import asked_frame, asked_noun, echo_leader
+from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
 from serc_dspy.rules.yesno import both_slot
 from serc_dspy.runtime.steps import Run
 
@@ -27,7 +30,7 @@ class ShortAnswers:
     """`judge_short`, for `SlotChooser` (its `choose_value` and `decide`)."""
 
     async def judge_short(self, run: Run, passages: list[Passage], facts: list[Fact],
-                          asked: dict[tuple[str, str], list[str | None]]) -> None:
+                          asked: dict[tuple[str, str], Asked]) -> None:
         """A short caller draft: each part (draft sentence) is one slot, the value of the
         question's kind (`answer_slots`), its options the evidence's values of that kind, or
         the two a comparison question names (`answer_candidates`). A one-part answer to "Are
@@ -77,3 +80,27 @@ class ShortAnswers:
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
+
+    @staticmethod
+    def overrules(run: Run, fact: Fact, slot: Slot, evidence: list[EvidenceSentence],
+                  rival: Candidate) -> bool:
+        """Whether a rule lets a rival chosen in both orders replace a short answer that the
+        evidence states (else `choose.own_stated` holds it): the question's words stand around
+        the rival (`choose.asked_frame`), the evidence calls it by the asked type word
+        (`choose.asked_noun`), the answer names no person when one was asked for
+        (`choose.off_type`), or the question echoes the rival more (`choose.question_echo`)."""
+        question, own = run.trace.question, slot.candidates[0].value
+        for rule, fires, detail in (
+                ("choose.asked_frame", lambda: asked_frame(question, slot, evidence, rival),
+                 "the question's words stand around the rival, not around the answer"),
+                ("choose.asked_noun", lambda: asked_noun(question, slot, evidence, rival),
+                 "the evidence calls the rival by the type word asked for"),
+                ("choose.off_type", lambda: off_type(question, slot),
+                 "a person was asked for: the answer names no person, the rival does"),
+                ("choose.question_echo",
+                 lambda: echo_leader(question, [rival.value, own], evidence) == rival.value,
+                 "the question's words stand around the rival more than around the answer")):
+            if run.on(rule) and fires():
+                run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=detail)
+                return True
+        return False
