@@ -10,7 +10,7 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
-from serc_dspy.rules.people import opens_person_name
+from serc_dspy.rules.people import asked_gender, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.slots import (
     _YEAR,
@@ -75,6 +75,12 @@ register(
          "tuning items the third order sided with a wrong value 4 times in 5, swapping one "
          "wrong answer for another twice and held back by `choose.own_stated` twice)",
          default=False, found_on="HaluEval tuning items 2, 12, 25"),
+    Rule("choose.asked_gender", "a person question whose first gendered word (he, his, she, "
+         "her, actress, woman, ...) says the answer is a man or a woman is not offered full "
+         "names whose given name is, by gender-guesser's list, only ever the other gender's",
+         "\"... sang a duet with her ex-husband\" was offered the husband, and the two orders "
+         "split between him and the singer", english_only=True, acts_without_ruling=True,
+         found_on="HaluEval tuning item 12"),
     Rule("choose.off_type", "a short answer to a person question whose value is no person's "
          "name (two words or more, the first no given name, initial or honorific) is not held "
          "by `choose.own_stated` against a rival chosen in both orders when every rival offered "
@@ -326,11 +332,12 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         # a place question is answered by a place of the asked kind, a person question by a
         # full name, wherever the evidence names one
         place = asked_place(head_noun(question))
+        gender = asked_gender(question) if on("choose.asked_gender") else None
 
         def of_kind(sentence: EvidenceSentence, span: Span, value: str) -> bool:
             if kind == "place":
                 return is_asked_place(value, place)
-            return full_name(sentence.text, span)
+            return full_name(sentence.text, span) and not other_gender(value, gender)
         offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
             sentence, span, value) and of_kind(sentence, span, value))
         if any(c.origin == "evidence" for c in offered):

@@ -26,3 +26,27 @@ def opens_person_name(word: str) -> bool:
     if re.fullmatch(r"[A-Z]\.?", word) or bare.lower() in HONORIFICS:
         return True
     return _detector().get_gender(bare) != "unknown"
+
+
+_GENDERED = {**dict.fromkeys("he him his himself".split(), "male"),
+             **dict.fromkeys("she her hers herself actress woman female".split(), "female")}
+"""Words that say a person is a man or a woman: pronouns, and the few nouns only one can be."""
+
+
+def asked_gender(question: str) -> str | None:
+    """Whether the person a question asks for is a man or a woman, by its first gendered word
+    ("..., sang a duet with her ex-husband the same year that he released ...": a woman; the
+    later "he" is the husband): "male", "female", or None."""
+    for word in re.findall(r"[A-Za-z]+", question):
+        if word.lower() in _GENDERED:
+            return _GENDERED[word.lower()]
+    return None
+
+
+def other_gender(name: str, gender: str | None) -> bool:
+    """Whether a full name's given name is, by gender-guesser's list, only ever the other
+    gender's ("George" for a woman; a name the list gives to both, "Kim", never is)."""
+    if gender is None or not name.split():
+        return False
+    found = _detector().get_gender(name.split()[0].strip(".,"))
+    return found in ("male", "female") and found != gender

@@ -31,7 +31,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
          "choose.name_stated", "choose.quoted_title", "choose.both",
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
-         "choose.off_type"}
+         "choose.off_type", "choose.asked_gender"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -629,6 +629,35 @@ def test_a_person_question_answered_by_no_persons_name_yields_to_a_full_name():
     # another kind of question: quiet
     assert not off_type("Where does Badr Hari train?", slot.model_copy(update={
         "text": "Mike's Gym in Oostzaan"}))
+
+
+DUET_CORPUS = LocalCorpus.from_texts({
+    "d.txt": "Tammy Wynette was an American country music singer-songwriter born in May 1942. "
+             "She recorded the duet Golden Ring in 1976 with her ex-husband George Jones, the "
+             "year he released The Battle.",
+})
+DUET = ("What American country music singer-songwriter, born in May of 1942, sang a duet with "
+        "her ex-husband the same year that he released the song The Battle?")
+
+
+def test_a_person_question_about_a_woman_is_not_offered_mens_names():
+    # the case that motivated it: HaluEval tuning item 12, whose orders split between the
+    # singer and her ex-husband
+    from serc_dspy.rules.people import asked_gender, other_gender
+
+    assert asked_gender(DUET) == "female"  # "her" comes first; "he" is the husband
+    assert asked_gender("Who directed Jaws?") is None
+    assert other_gender("George Jones", "female") and not other_gender("Tammy Wynette", "female")
+    assert not other_gender("Kim Novak", "male")  # a name given to both is never dropped
+
+    def offered(engine):
+        return [line.split(") ", 1)[1].split(" (the")[0]
+                for line in engine.of("ChooseValue")[0]["inputs"]["options"].splitlines()]
+    fixed, engine = _answer(DUET_CORPUS, DUET, "Loretta Lynn", "Tammy Wynette")
+    assert fixed.answer == "Tammy Wynette" and "George Jones" not in offered(engine)
+    off, engine = _answer(DUET_CORPUS, DUET, "Loretta Lynn", "Tammy Wynette",
+                          **{"choose.asked_gender": False})
+    assert off.answer == "Tammy Wynette" and "George Jones" in offered(engine)
 
 
 def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
