@@ -93,8 +93,9 @@ register(
          "the backend returns them), averaged over both orders: a value that leads every other "
          "by `pooled_margin` stands as if both orders had chosen it, every guard still "
          "applying; else the answer stays unverified (and `choose.third_order`, when on, asks "
-         "again)", "the two orders disagreed on a quarter of HaluEval's hallucinated answers; "
-         "a third order sided with a wrong value 4 times in 5, while the letters' "
+         "again)", "the two orders split on 4 of HaluEval's 30 tuning hallucinated answers and "
+         "5 right ones; a third order had sided with a wrong value 4 times in 5, while the "
+         "letters' "
          "probabilities say how close each value came in both orders at no extra call",
          thresholds={"pooled_margin": POOLED_MARGIN}, found_on="HaluEval tuning items 2, 12, 26"),
 )

@@ -1,7 +1,8 @@
 """Given names, to tell a person's full name from other capitalised runs: "Amy Jo Johnson"
 answers "Which actress ...?", "Power Rangers" and "Saban Entertainment" do not. The names come
 from a maintained list (gender-guesser's dictionary of about 45,000 given names from many
-countries, of which only membership is read), not a list of our own."""
+countries), not a list of our own. A name's gender there is read only to leave out, for a
+question about a woman (or a man), names given only to the other (`choose.asked_gender`)."""
 
 from __future__ import annotations
 
