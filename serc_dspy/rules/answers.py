@@ -79,7 +79,7 @@ register(
          "her, actress, woman, ...) says the answer is a man or a woman is not offered full "
          "names whose given name is, by gender-guesser's list, only ever the other gender's",
          "\"... sang a duet with her ex-husband\" was offered the husband, and the two orders "
-         "split between him and the singer", english_only=True, acts_without_ruling=True,
+         "split between him and the singer", english_only=True,
          found_on="HaluEval tuning item 12"),
     Rule("choose.off_type", "a short answer to a person question whose value is no person's "
          "name (two words or more, the first no given name, initial or honorific) is not held "

@@ -32,6 +32,7 @@ def opens_person_name(word: str) -> bool:
 _GENDERED = {**dict.fromkeys("he him his himself".split(), "male"),
              **dict.fromkeys("she her hers herself actress woman female".split(), "female")}
 """Words that say a person is a man or a woman: pronouns, and the few nouns only one can be."""
+GENDER_NOUN = {"male": "man", "female": "woman"}
 
 
 def asked_gender(question: str) -> str | None:

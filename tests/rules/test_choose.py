@@ -655,9 +655,14 @@ def test_a_person_question_about_a_woman_is_not_offered_mens_names():
                 for line in engine.of("ChooseValue")[0]["inputs"]["options"].splitlines()]
     fixed, engine = _answer(DUET_CORPUS, DUET, "Loretta Lynn", "Tammy Wynette")
     assert fixed.answer == "Tammy Wynette" and "George Jones" not in offered(engine)
+    assert "a woman" in fixed.trace.ruled("choose.asked_gender", "f0.0")[0].detail
     off, engine = _answer(DUET_CORPUS, DUET, "Loretta Lynn", "Tammy Wynette",
                           **{"choose.asked_gender": False})
     assert off.answer == "Tammy Wynette" and "George Jones" in offered(engine)
+    assert not off.trace.ruled("choose.asked_gender")
+    plain, _ = _answer(GYM_CORPUS, "Which kickboxer trains at Mike's Gym?", "Peter Aerts",
+                       "Peter Aerts")
+    assert not plain.trace.ruled("choose.asked_gender")  # no gendered word: quiet
 
 
 def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():

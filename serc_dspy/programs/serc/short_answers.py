@@ -16,6 +16,7 @@ from serc_dspy.rules.answers import (
     question_kind,
     typed_ruling,
 )
+from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.rivals import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
 from serc_dspy.rules.yesno import both_slot
@@ -63,6 +64,11 @@ class ShortAnswers:
                 typed = typed_ruling(question, candidates, run.on)
                 if typed:
                     run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
+                if typed and typed[0] == "choose.asked_person" and \
+                        run.on("choose.asked_gender") and (gender := asked_gender(question)):
+                    run.rule("choose.asked_gender", fact.id, before=slot.text,
+                             detail=f"the question asks for a {GENDER_NOUN[gender]}: names "
+                                    "given only to the other gender were not offered")
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     if (decided := compare_slot(question, slot, evidence)) is not None:
