@@ -34,6 +34,8 @@ def test_the_letter_token_gives_each_letters_probability_over_the_letters_alone(
     # "Paris" (outside the grammar) and the "A" before the field's value are not counted
     assert set(got) == {"A", "B"} and abs(got["B"] - 0.75) < 1e-9 and abs(got["A"] - 0.25) < 1e-9
     assert letter_probabilities(_reply({"D": -0.1}, chosen="B"), "ABC") == {"B": 1.0}
+    # a token of two letters ("AB") is no option letter
+    assert letter_probabilities(_reply({"AB": -0.1}, chosen="B"), "ABC") == {"B": 1.0}
     # a backend or a scripted LM with no log-probabilities, or a failed call: nothing
     assert letter_probabilities(dspy.Prediction(choice="B"), "ABC") == {}
     assert letter_probabilities(None, "ABC") == {}

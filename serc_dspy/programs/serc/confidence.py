@@ -25,24 +25,29 @@ Asked = tuple[list[str | None], list[dict[str, float]]]
 """One slot's asking: the value chosen in each option order, and each order's probabilities."""
 
 
-def letter_probabilities(reply: Any, letters: str) -> dict[str, float]:
-    """Each option letter's probability at the token where the reply wrote its letter, over
-    the letters alone (the grammar allowed no other token there); {} when the reply carries no
-    log-probabilities, or no letter among them."""
-    content = ((getattr(reply, "logprobs", None) or {}).get("content") or []) \
-        if isinstance(getattr(reply, "logprobs", None), dict) else []
+def letter_probabilities(reply: Any, letters: str, field: str = "choice") -> dict[str, float]:
+    """Each option letter's probability at the token where the reply wrote its letter (the
+    first letter token after the output `field`'s name), over the letters alone (the grammar
+    allowed no other token there); {} when the reply carries no log-probabilities, or no letter
+    among them."""
+    logprobs = getattr(reply, "logprobs", None)
+    content = logprobs.get("content") or [] if isinstance(logprobs, dict) else []
+    options = set(letters)
+
+    def letter(token: dict[str, Any]) -> str:
+        return str(token.get("token", "")).strip(' "\'')
+
     seen = ""
     for token in content:
-        text = str(token.get("token", ""))
-        if text.strip(' "\'') in letters and text.strip(' "\'') and "choice" in seen:
+        if field in seen and letter(token) in options:
             best: dict[str, float] = {}
             for alt in [token, *(token.get("top_logprobs") or [])]:
-                letter = str(alt.get("token", "")).strip(' "\'')
-                if letter and letter in letters:
-                    best[letter] = max(best.get(letter, -math.inf), float(alt["logprob"]))
+                if letter(alt) in options:
+                    best[letter(alt)] = max(best.get(letter(alt), -math.inf),
+                                            float(alt["logprob"]))
             total = sum(math.exp(v) for v in best.values())
-            return {k: math.exp(v) / total for k, v in best.items()} if total else {}
-        seen += text
+            return {k: math.exp(v) / total for k, v in best.items()}
+        seen += str(token.get("token", ""))
     return {}
 
 
