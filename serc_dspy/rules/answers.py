@@ -10,6 +10,7 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
+from serc_dspy.rules.comparisons import COMPARISON, comparison_options
 from serc_dspy.rules.people import asked_gender, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.slots import (
@@ -26,8 +27,6 @@ from serc_dspy.rules.slots import (
 from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
-_COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
-                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
 QUESTION_KINDS = ("comparison", "yes/no", "date", "number", "place", "person", "other")
 HEAD_WORDS = 7
 """Words after "what"/"which" searched for the asked type ("Which 1999 French Open - Women's
@@ -142,7 +141,7 @@ def question_kind(question: str) -> str:
     person (also "What author ...", "Which state ...": the type word the question asks
     for), else other."""
     q = " ".join(question.split()).lower()
-    if " or " in q and _COMPARISON.search(q):
+    if " or " in q and COMPARISON.search(q):
         return "comparison"
     if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
         return "yes/no"
@@ -179,26 +178,6 @@ def closes_with(value: str, noun: str) -> bool:
     return len(words) > 1 and words[-1].lower().rstrip("s") == noun
 
 
-def comparison_options(question: str) -> list[str]:
-    """The two options a comparison question names ("... started first Arthur's Magazine or
-    First for Women?" -> both names); [] when it names none."""
-    text = " ".join(question.strip().rstrip("?").split())
-    left, sep, right = text.rpartition(" or ")
-    if not sep:
-        return []
-    marks = list(_COMPARISON.finditer(left))
-    after = left[marks[-1].end():].strip(" ,:") if marks else ""
-    if after:  # "founded first, Hole, the rock band that ..., or The Wolfhounds": "Hole"
-        first = after.split(",")[0].strip()
-    else:
-        cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
-        first = left[max(cuts, default=0):].strip(" ,:")
-    options = [first, right.strip(" ,:")]
-    if options[1].lower() in ("not", "no", "neither"):  # "... both in X, or not?": yes/no
-        return []
-    return options if all(options) and options[0].lower() != options[1].lower() else []
-
-
 def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> list[Slot]:
     """A short draft's slot: the detail of the question's kind in the draft ("Warsaw. Born
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
@@ -224,12 +203,32 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
                   _restates(question, sentence)):
         return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
     other = answer_spans(question, sentence, lambda s: True)
-    if not found and other:  # "Born 1868." answering where and when: its detail is the year
+    title = _title(whole)
+    if not found and other and not title:  # "Born 1868." answering where and when: the year
         return [Slot(kind=other[0].kind, text=other[0].text, start=other[0].start)]
+    if title and _count(sentence, title) == 1:  # "Sex and the City" is one title, not two
+        return [Slot(kind="name", text=title, start=sentence.find(title))]
     if whole and _count(sentence, whole) == 1 and len(whole.split()) <= SHORT_PHRASE_WORDS:
         span_kind = "year" if _YEAR.fullmatch(whole) else "name"
         return [Slot(kind=span_kind, text=whole, start=sentence.find(whole))]
     return []
+
+
+_TITLE_LINKS = frozenset("a an and at by for from in of on or the to with".split())
+
+
+def _title(phrase: str) -> str:
+    """A short phrase that is one title whose lower-case words split its name spans ("Sex and
+    the City", "Gone with the Wind"), without a leading "The"; "" for any other phrase."""
+    words = phrase.split()
+    if words and words[0] in ("The", "A", "An"):
+        words = words[1:]
+    capital = [w[:1].isupper() for w in words]
+    if len(words) > SHORT_PHRASE_WORDS or sum(capital) < 2 or not capital[0] or \
+            not capital[-1] or all(capital):
+        return ""
+    linked = all(c or w in _TITLE_LINKS for w, c in zip(words, capital, strict=True))
+    return " ".join(words) if linked else ""
 
 
 def answer_sentence(question: str, draft: str) -> bool:
@@ -262,8 +261,18 @@ def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
     found = [s for s in spans(sentence) if wanted(s) and _count(sentence, s.text) == 1]
     asked = f" {normalise(question, fold=True)} "
     new = [s for s in found if f" {normalise(s.text, fold=True)} " not in asked]
+    if not new and (verb := _before_wh(question)):  # every span is the question's: the one
+        new = [s for s in found if re.search(  # where its wh-word stands ("played what?")
+            rf"\b{re.escape(verb)}\s+(?:(?:the|a|an)\s+)?$", sentence[:s.start], re.I)]
     found = new or found
     return sorted(found, key=lambda s: quoted(sentence, s))
+
+
+def _before_wh(question: str) -> str:
+    """The word right before a wh-word inside a question ("Lee Jun-fan played what character
+    ...?": played), where the answer stands in a sentence that restates it; "" for none."""
+    found = re.search(r"\b([^\W\d_]+)\s+(?:what|which|whom|who)\b", question, re.IGNORECASE)
+    return found.group(1) if found and found.group(1).lower() not in STOP else ""
 
 
 def _restates(question: str, sentence: str) -> bool:
@@ -357,55 +366,6 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
 def _scripts(text: str) -> set[str]:
     """The scripts of a text's letters, by their Unicode names ("LATIN", "CYRILLIC")."""
     return {unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()}
-
-
-_EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
-_LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
-                    r"\b", re.IGNORECASE)
-
-
-def compare_by_dates(question: str, options: list[str],
-                     evidence: list[EvidenceSentence]) -> str | None:
-    """The option a date comparison ("started first", "born first", "younger") picks by the
-    evidence's dates: each option's date is the first year of the first evidence sentence that
-    names it and not the other option; None when the question compares no dates, an option has
-    no year, or the years are equal."""
-    asked = question
-    for option in options:  # "First for Women" names an option, it asks no order
-        asked = asked.replace(option, " ")
-    earlier, later = bool(_EARLIER.search(asked)), bool(_LATER.search(asked))
-    if len(options) != 2 or earlier == later:
-        return None
-    years = []
-    for option, rival in (options, options[::-1]):
-        found = next((int(m.group(0)) for s in evidence
-                      if option.lower() in s.text.lower() and rival.lower() not in s.text.lower()
-                      for m in [_YEAR.search(s.text)] if m), None)
-        if found is None:
-            return None
-        years.append(found)
-    if years[0] == years[1]:
-        return None
-    pick = min if earlier else max
-    return options[years.index(pick(years))]
-
-
-def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence]) -> str | None:
-    """`choose.compare`: "which was started first, A or B?" is decided by the dates the
-    evidence gives each option, not by the model (which broke 3 of 4 right comparison answers
-    of the tuning split); the slot's ruling and note are set, and the option the dates decide
-    returned (None: without a date for each, the answer stays unverified)."""
-    options = comparison_options(question)
-    decided = compare_by_dates(question, options, evidence)
-    other = next((o for o in options if o != slot.text), None)
-    if decided is None or other is None:
-        slot.ruling = "unverified"
-        slot.note = "the evidence gives no date for each option to compare them by"
-        return None
-    slot.ruling = "supported" if decided == slot.text else "contradicted"
-    slot.chosen = None if decided == slot.text else decided
-    slot.note = f"by the evidence's dates, {decided!r} is the answer"
-    return decided
 
 
 def off_type(question: str, slot: Slot) -> bool:

@@ -18,6 +18,7 @@ from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.answers import head_noun
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
+from serc_dspy.rules.units import UNIT_WORDS, unit_of
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
 FRAME_WORDS = 3
@@ -26,8 +27,6 @@ LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them
 `RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
 born on 3 March 1951 into a poor family in ___")."""
 RIVAL_FRAME_WORDS = 5
-UNIT_WORDS = 3
-"""Words after a number its noun phrase may run to ("38 chromosomes", "19 chromosome pairs")."""
 ECHO_MARGIN = 2
 """Question words more that the sentences naming one value must share than those naming the
 other, for `choose.question_echo` to take it ("Badr Hari": 16 against 1)."""
@@ -118,7 +117,9 @@ register(
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
          "subject's names and the two values aside (\"won 72 official LPGA tournaments\" is "
-         "not corrected by \"another four times\"); otherwise the fact stays unverified",
+         "not corrected by \"another four times\"); a one-sentence draft answering a "
+         "question has the question's words in its frame too; otherwise the fact stays "
+         "unverified",
          "on the tuning split's clean drafts (K = 0), 17 slots were swapped, every one onto "
          "true text, and 15 of their rivals stood in other events' words (a death date for a "
          "birth date, a 1904 recital series for an organist's last year)",
@@ -212,37 +213,23 @@ def _frame(text: str, start: int, end: int, skip: set[str], size: int) -> set[st
 
 
 def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate,
-               subject: str = "") -> bool:
+               subject: str = "", question: str = "") -> bool:
     """Whether the chosen rival stands among words about the same thing as the slot's value:
     the words around it in its sentence share a content stem with the words around the slot
     in the fact (the subject's names and both values aside). On the tuning split's traces
     (windows 3 and 5) it kept 3 of the 4 swaps that fixed a planted error and refused 21 of
     the 25 that did not. A fact whose slot has no content
-    word around it, or a rival whose sentence is not at hand, is not held back."""
+    word around it, or a rival whose sentence is not at hand, is not held back. A one-sentence
+    answer's frame is also the `question` it answers ("In what show did Nixon receive the 2004
+    Emmy ...?": the show's "(1998-2004)")."""
     rival = sentence_of(chosen, evidence)
     skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
-    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS)
+    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS) | (
+        content_stems(question) - {stem(w) for w in skip})
     if rival is None or not own:
         return True
     at = (chosen.offset or 0) - rival.offset
     return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
-
-
-_UNIT_WORD = re.compile(r"\s+([^\W\d_][\w-]*)")
-
-
-def unit_of(text: str, end: int) -> str:
-    """The noun a number counts: the last word of the run of words after it, up to a
-    function word or a punctuation mark ("38 chromosomes in" -> chromosome, "19 chromosome
-    pairs for" -> pair, "390 USD)" -> usd); "" when a mark or a function word follows."""
-    head = ""
-    for _ in range(UNIT_WORDS):
-        m = _UNIT_WORD.match(text, end)
-        if not m or m.group(1).lower() in STOP:
-            break
-        head, end = m.group(1), m.end()
-    word = head.lower()
-    return stem(word[:-1] if word.endswith("s") and len(word) > 3 else word)
 
 
 def units(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
@@ -422,12 +409,14 @@ def range_order(slot: Slot, sentence: str, chosen: Candidate) -> bool:
 
 
 def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
-              rival: Candidate, subject: str, on: RuleSwitch
+              rival: Candidate, subject: str, on: RuleSwitch, question: str = ""
               ) -> tuple[str, str] | None:
     """The first guard (switched on) that finds a rival chosen in both orders to be a value of
-    another thing, as (its rule, why); None: the rival may be swapped in."""
+    another thing, as (its rule, why); None: the rival may be swapped in. `question`: the
+    question a one-sentence draft answers, whose words frame its value too."""
     guards = (
-        ("choose.same_frame", lambda: same_frame(slot, fact, evidence, rival, subject),
+        ("choose.same_frame", lambda: same_frame(slot, fact, evidence, rival, subject,
+                                                 question),
          "the words around it in its passage are about something else"),
         ("choose.same_unit", lambda: same_unit(slot, fact, evidence, rival),
          "it counts something else"),

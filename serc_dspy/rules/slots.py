@@ -64,11 +64,6 @@ register(
          "second vote), and the report stance pairs gained nothing",
          found_on="the tuning stance pairs (train 1-12, dev 1-42); the tuning split's K = 2 "
          "drafts", default=False),
-    Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
-         "A or B?\") is decided by the first year the evidence gives each option, with no "
-         "choice call; with no year for each, it stays unverified", "the 1.5B chooser swapped "
-         "3 of 4 right comparison answers of HaluEval's tuning split for the wrong option",
-         found_on="HaluEval tuning items 1, 6, 9"),
     Rule("choose.asked_type", "a short answer to a question whose type word closes the "
          "names of its type (\"What book ...?\", \"... in which New York county?\") is "
          "the draft's name that ends in that word, where it has one, and its options are the "

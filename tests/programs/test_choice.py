@@ -278,9 +278,9 @@ SHORT_CORPUS = LocalCorpus.from_texts({
 })
 
 
-def short(question, draft, choose, **options):
+def short(question, draft, choose, retriever=SHORT_CORPUS, **options):
     lm, engine = scripted_lm(handlers(ChooseValue=choose))
-    program = SERC(retriever=SHORT_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+    program = SERC(retriever=retriever, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", **options)
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
         return program(question=question, draft=draft), engine
@@ -430,7 +430,8 @@ def test_a_short_answer_the_evidence_states_is_never_replaced_by_a_choice():
      "Wolfhounds?", "Hole was the first band founded.", "Hole"),
 ])
 def test_a_short_answers_slot_is_the_value_that_answers_the_question(question, draft, slot):
-    from serc_dspy.rules.answers import answer_slots, comparison_options
+    from serc_dspy.rules.answers import answer_slots
+    from serc_dspy.rules.comparisons import comparison_options
 
     assert [s.text for s in answer_slots(question, draft)] == [slot]
     if "Hole" in question:

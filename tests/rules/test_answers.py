@@ -30,3 +30,26 @@ def test_a_short_answers_options_come_from_the_likeliest_sentence_first():
     # in another form ("Zvereva") and a spelling in another script are no rivals
     assert values[:2] == ["Natasha Zvereva", "Anna Kournikova"] and values[-1] == "not stated"
     assert "Zvereva" not in values and "Анна Курникова" not in values
+
+
+def test_a_short_title_whose_small_words_split_its_name_spans_is_one_slot():
+    from serc_dspy.rules.answers import answer_slots
+
+    question = "In what show did she win the Emmy?"
+    (slot,) = answer_slots(question, "Sex and the City")
+    assert (slot.kind, slot.text, slot.start) == ("name", "Sex and the City", 0)
+    (slot,) = answer_slots(question, "The Academy of Motion Picture Arts")
+    assert slot.text == "Academy of Motion Picture Arts"  # its leading article aside
+    # a phrase that is no title keeps its detail: "Born 1868." answers when
+    (slot,) = answer_slots("Where and when was she born?", "Born 1868.")
+    assert (slot.kind, slot.text) == ("year", "1868")
+
+
+def test_a_draft_restating_every_name_of_the_question_has_its_slot_where_the_wh_word_is():
+    from serc_dspy.rules.answers import answer_slots
+
+    question = 'Lee Jun-fan played what character in "The Green Hornet" television series?'
+    (slot,) = answer_slots(question, "Lee Jun-fan played the Green Hornet.")
+    assert slot.text == "Green Hornet"  # not the actor the question names as its subject
+    (slot,) = answer_slots("Who played Kato in the series?", "Bruce Lee played Kato.")
+    assert slot.text == "Bruce Lee"  # a name the question does not name is the answer

@@ -31,7 +31,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
          "choose.name_stated", "choose.quoted_title", "choose.both",
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
-         "choose.off_type", "choose.asked_gender"}
+         "choose.off_type", "choose.asked_gender", "choose.compare_amounts"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -174,6 +174,25 @@ def test_a_date_comparison_is_decided_by_the_evidences_dates_not_by_the_chooser(
                           "Arthur's Magazine", pick("First for Women"))
     assert sizes.answer == "Arthur's Magazine" and not sizes.trace.ruled("choose.compare")
     assert not engine.of("ChooseValue")
+
+
+def test_a_one_sentence_answers_frame_holds_the_question_it_answers():
+    """HaluEval tuning item 15's shape: the show an award was won for stands among the award's
+    words in its passage, which the question, not the draft sentence, shares."""
+    from serc_dspy.rules.rivals import same_frame
+    from serc_dspy.rules.slots import EvidenceSentence
+
+    passage = ('Ann Lee is known for playing Mara in the ABC series "Blue Coast" (2001-2004), '
+               "for which she won the 2004 Emmy Award.")
+    evidence = [EvidenceSentence(text=passage, passage=0, offset=0)]
+    fact = "Ann Lee won an award for her role in Dark Harbour."
+    slot = Slot(kind="name", text="Dark Harbour", start=fact.index("Dark"))
+    rival = Candidate(value="Blue Coast", passage=0, offset=passage.index("Blue"))
+    assert not same_frame(slot, fact, evidence, rival, "Ann Lee")
+    question = "In what series did Ann Lee win the 2004 Emmy Award?"
+    assert same_frame(slot, fact, evidence, rival, "Ann Lee", question)
+    # the question's words about other things frame nothing ("what", "Lee" aside)
+    assert not same_frame(slot, fact, evidence, rival, "Ann Lee", "What did Ann Lee do?")
 
 
 def test_a_rival_among_another_events_words_is_not_swapped_in():
@@ -327,7 +346,7 @@ def test_a_short_answer_to_what_book_is_offered_the_evidences_books():
 
 def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
     # the case that motivated it: Factcheck-Bench tuning item 9, "38 chromosomes" became 19
-    from serc_dspy.rules.rivals import unit_of
+    from serc_dspy.rules.units import unit_of
 
     assert unit_of("38 chromosomes in each cell", 2) == unit_of("7 chromosome in", 1)
     assert unit_of("19 chromosome pairs for", 2) != unit_of("38 chromosomes in", 2)
@@ -350,7 +369,7 @@ def test_a_number_rival_that_counts_something_else_is_not_swapped_in():
 def test_a_number_rival_with_no_counted_noun_on_either_side_is_not_swapped_in():
     # the case that motivated it: a tuning bio's clean "at the age of 11" became nine, from
     # an article that gives both ages; every such bare-number swap on the tuning split was wrong
-    from serc_dspy.rules.rivals import unit_of
+    from serc_dspy.rules.units import unit_of
 
     assert unit_of("at the age of 11 to study", 17) == ""      # a function word follows
     corpus = LocalCorpus.from_texts({"p.txt": "Marie Curie decided at the age of nine to "

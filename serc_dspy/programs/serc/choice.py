@@ -233,7 +233,9 @@ class SlotChooser(ShortAnswers, Stage):
         the first that finds it a value of another thing leaves the fact unverified."""
         sentence = run.trace.sentences[fact.sentence].text \
             if fact.sentence < len(run.trace.sentences) else fact.text
-        held = held_back(slot, fact.text, sentence, evidence, rival, name, run.on)
+        question = run.trace.question.strip()  # a one-sentence answer's frame is its question
+        asked = question if len(run.trace.sentences) == 1 and question.endswith("?") else ""
+        held = held_back(slot, fact.text, sentence, evidence, rival, name, run.on, asked)
         if held is not None:
             slot.ruling, slot.chosen = "unverified", None
             slot.note = f"{rival.value!r} was chosen, but {held[1]}"

@@ -11,11 +11,11 @@ from serc_dspy.programs.serc.confidence import Asked
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
-    compare_slot,
     off_type,
     question_kind,
     typed_ruling,
 )
+from serc_dspy.rules.comparisons import compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.rivals import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
@@ -71,8 +71,10 @@ class ShortAnswers:
                                     "given only to the other gender were not offered")
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
-                    if (decided := compare_slot(question, slot, evidence)) is not None:
-                        run.rule("choose.compare", fact.id, before=slot.text, after=decided,
+                    decided = compare_slot(question, slot, evidence,
+                                           amounts=run.on("choose.compare_amounts"))
+                    if decided is not None:
+                        run.rule(decided[0], fact.id, before=slot.text, after=decided[1],
                                  detail=slot.note)
                     continue
                 listed = {(s.passage, s.offset) for s in shown_sentences}

@@ -1,0 +1,194 @@
+"""Comparison questions ("Which magazine was started first, A or B?", "Which genus has more
+species, A or B?"): their two options, and the decision the evidence's own dates and amounts
+make between them, with no choice call (`choose.compare`, `choose.compare_amounts`).
+
+A 1.5B chooser asked to compare two values swapped 3 of 4 right comparison answers of the
+tuning split; reading a year or an amount beside each option's name and comparing them is
+arithmetic, which rules do and small models do not."""
+
+from __future__ import annotations
+
+import re
+
+from serc_dspy.core.text import normalise
+from serc_dspy.core.trace import Slot
+from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
+from serc_dspy.rules.units import in_metres
+from serc_dspy.rules.words import STOP, stem, words_of
+
+COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
+                        r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
+"""The words that make a question naming two options ("A or B") a comparison."""
+_EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
+_LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
+                    r"\b", re.IGNORECASE)
+_COUNTED = re.compile(r"\b(more|fewer|less)\s+([^\W\d_]+)", re.IGNORECASE)
+"""A count compared ("has more species", "fewer members"): the noun after the word is what
+both options' numbers must count."""
+_MEASURED = {"taller": max, "higher": max, "longer": max, "shorter": min}
+"""Comparisons of a length: the options' numbers must be lengths (pint's registry tells a
+length unit), compared in metres."""
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+
+register(
+    Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
+         "A or B?\") is decided by the first year the evidence gives each option (in the "
+         "first sentence that names it, each of its words if not in a row, and not the "
+         "other), with no choice call; with no year for each, it stays unverified", "the "
+         "1.5B chooser swapped 3 of 4 right comparison answers of HaluEval's tuning split for "
+         "the wrong option", found_on="HaluEval tuning items 1, 6, 9"),
+    Rule("choose.compare_amounts", "a short answer to a comparison of counts (\"which has more "
+         "species, A or B?\") or of lengths (\"which is taller ...?\") is decided by the "
+         "amount the evidence gives each option: a number followed by the counted noun, or by "
+         "a length unit (compared in metres); with no such amount for each, it stays "
+         "unverified", "`choose.compare` read years only, and comparisons of counts and sizes "
+         "were left unverified (3 of the 6 comparisons of HaluEval's report items 31-90 ask "
+         "\"more\" of something; counted, not read)",
+         english_only=True, found_on="no tuning item: none of the 4 tuning comparisons "
+         "compares amounts"),
+)
+
+
+def comparison_options(question: str) -> list[str]:
+    """The two options a comparison question names ("... started first Arthur's Magazine or
+    First for Women?" -> both names); [] when it names none."""
+    text = " ".join(question.strip().rstrip("?").split())
+    left, sep, right = text.rpartition(" or ")
+    if not sep:
+        return []
+    marks = list(COMPARISON.finditer(left))
+    after = left[marks[-1].end():] if marks else ""
+    parts = [p.strip(" ,:") for p in re.split(r"[,:]", after)]
+    if after.strip(" ,:"):
+        # "founded first, Hole, the rock band that ..., or The Wolfhounds": "Hole"; "has
+        # more species, Fagus or Quercus": the counted noun comes first, then the option
+        opens_on_noun = not re.match(r"\s*[,:]", after) and len(parts) > 1
+        first = parts[1] if opens_on_noun else next(p for p in parts if p)
+    else:
+        cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
+        first = left[max(cuts, default=0):].strip(" ,:")
+    options = [first, right.strip(" ,:")]
+    if options[1].lower() in ("not", "no", "neither"):  # "... both in X, or not?": yes/no
+        return []
+    return options if all(options) and options[0].lower() != options[1].lower() else []
+
+
+def mentions(text: str, option: str) -> bool:
+    """Whether a sentence names an option: its words in a row, accents and case aside, or
+    every word of a name of two words or more ("Anna Kournikova" in "Anna Sergeyevna
+    Kournikova", "The Love Bug" in "Love Bug"), function words aside."""
+    said, named = f" {normalise(text, fold=True)} ", normalise(option, fold=True)
+    if named and f" {named} " in said:
+        return True
+    words = [w for w in named.split() if w not in STOP]
+    return len(words) > 1 and all(f" {w} " in said for w in words)
+
+
+def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
+    """The evidence sentences that name the option and not the other, in order."""
+    return (s for s in evidence if mentions(s.text, option) and not mentions(s.text, rival))
+
+
+def compare_by_dates(question: str, options: list[str],
+                     evidence: list[EvidenceSentence]) -> str | None:
+    """The option a date comparison ("started first", "born first", "younger") picks by the
+    evidence's dates: each option's date is the first year of the first evidence sentence that
+    names it and not the other option; None when the question compares no dates, an option has
+    no year, or the years are equal."""
+    asked = question
+    for option in options:  # "First for Women" names an option, it asks no order
+        asked = asked.replace(option, " ")
+    earlier, later = bool(_EARLIER.search(asked)), bool(_LATER.search(asked))
+    if len(options) != 2 or earlier == later:
+        return None
+    years = []
+    for option, rival in (options, options[::-1]):
+        found = next((int(m.group(0)) for s in _own_sentences(option, rival, evidence)
+                      for m in [_YEAR.search(s.text)] if m), None)
+        if found is None:
+            return None
+        years.append(found)
+    if years[0] == years[1]:
+        return None
+    pick = min if earlier else max
+    return options[years.index(pick(years))]
+
+
+def _amount(number: re.Match[str]) -> float:
+    """The value of a `_NUMBER` match: "1,200" 1200.0, "3.5 million" 3500000.0, "twelve" 12."""
+    if number.group(3):
+        return float(_NUMBER_WORDS[number.group(3).lower()])
+    scale = _SCALES.get((number.group(2) or "").lower(), 1.0)
+    return float(number.group(1).replace(",", "")) * scale
+
+
+def _after(text: str, number: re.Match[str]) -> str:
+    """The word right after a number (its scale word aside): the noun or unit it counts."""
+    found = re.match(r"[\s-]*([^\W\d_][\w.]*)", text[number.end():])
+    return found.group(1).rstrip(".") if found else ""
+
+
+def _amount_of(sentences, noun: str) -> float | None:
+    """The first amount in the sentences that counts `noun` (its stem) or, for "" , that is a
+    length (in metres); years are never amounts."""
+    for sentence in sentences:
+        for number in _NUMBER.finditer(sentence.text):
+            if _YEAR.fullmatch(number.group(0)):
+                continue
+            word = _after(sentence.text, number)
+            if word.lower() in STOP:  # "ranked 5 in the world" counts no inches
+                continue
+            if noun and stem(word.lower().rstrip("s")) == stem(noun.lower().rstrip("s")):
+                return _amount(number)
+            if not noun and (metres := in_metres(_amount(number), word)) is not None:
+                return metres
+    return None
+
+
+def compare_by_amounts(question: str, options: list[str],
+                       evidence: list[EvidenceSentence]) -> str | None:
+    """The option a comparison of counts or lengths picks by the evidence's amounts (the first
+    of each option's own sentences); None when the question compares neither, an option has
+    no amount, or the amounts are equal."""
+    asked = question
+    for option in options:
+        asked = asked.replace(option, " ")
+    counted = _COUNTED.search(asked)
+    measured = next((pick for word, pick in _MEASURED.items()
+                     if word in {w.lower() for w in words_of(asked)}), None)
+    if len(options) != 2 or not (counted or measured):
+        return None
+    noun = counted.group(2) if counted else ""
+    if noun.lower() in STOP:
+        return None
+    pick = (min if counted.group(1).lower() in ("fewer", "less") else max) if counted \
+        else measured
+    amounts = [_amount_of(_own_sentences(option, rival, evidence), noun)
+               for option, rival in (options, options[::-1])]
+    if None in amounts or amounts[0] == amounts[1]:
+        return None
+    return options[amounts.index(pick(amounts))]
+
+
+def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
+                 amounts: bool = True) -> tuple[str, str] | None:
+    """`choose.compare`: "which was started first, A or B?" is decided by the dates the
+    evidence gives each option, and (`choose.compare_amounts`, when `amounts`) "which has more
+    species?" by the counts it gives them, not by the model; the slot's ruling and note are
+    set, and (the deciding rule, the option) returned (None: without a date or an amount for
+    each, the answer stays unverified)."""
+    options = comparison_options(question)
+    rule, decided = "choose.compare", compare_by_dates(question, options, evidence)
+    if decided is None and amounts:
+        rule, decided = "choose.compare_amounts", compare_by_amounts(question, options, evidence)
+    other = next((o for o in options if o != slot.text), None)
+    if decided is None or other is None:
+        slot.ruling = "unverified"
+        slot.note = "the evidence gives no date or amount for each option to compare them by"
+        return None
+    slot.ruling = "supported" if decided == slot.text else "contradicted"
+    slot.chosen = None if decided == slot.text else decided
+    what = "dates" if rule == "choose.compare" else "amounts"
+    slot.note = f"by the evidence's {what}, {decided!r} is the answer"
+    return rule, decided

@@ -1,0 +1,111 @@
+"""`rules.comparisons`: a comparison question's two options, where the evidence names them,
+and the decision its years and amounts make (`choose.compare`, `choose.compare_amounts`)."""
+
+import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
+from test_choice import pick, short
+
+from serc_dspy import LocalCorpus
+from serc_dspy.core.trace import Slot
+from serc_dspy.rules.comparisons import (
+    compare_by_amounts,
+    compare_by_dates,
+    compare_slot,
+    comparison_options,
+    mentions,
+)
+from serc_dspy.rules.slots import EvidenceSentence
+
+
+def said(*texts):
+    return [EvidenceSentence(text=t, passage=0, offset=0) for t in texts]
+
+
+def test_the_options_of_a_comparison_question():
+    assert comparison_options("Who was born first, Pablo Trapero or Aleksander Ford?") == [
+        "Pablo Trapero", "Aleksander Ford"]
+    assert comparison_options("Are Wenling and Xinzheng both in China, or not?") == []
+    assert comparison_options("Which is older, the lake?") == []
+
+
+def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
+    assert mentions("Anna Sergeyevna Kournikova (born 7 June 1981) is a Russian player.",
+                    "Anna Kournikova")
+    assert mentions("Jerome Lejeune was born in 1926.", "Jérôme Lejeune")  # accents aside
+    assert mentions("Love Bug is a 1968 film.", "The Love Bug")  # function words aside
+    assert not mentions("Anna Chakvetadze was born in 1987.", "Anna Kournikova")
+    assert not mentions("The whole band split up.", "Hole")  # whole words only
+
+
+def test_a_date_comparison_reads_each_options_first_year_where_its_name_is_spelt_otherwise():
+    evidence = said("Anna Sergeyevna Kournikova (born 7 June 1981) is a Russian player.",
+                    "Natalia Zvereva (born 16 April 1971) is a Belarusian player.")
+    question = "Who was born first, Natalia Zvereva or Anna Kournikova?"
+    assert compare_by_dates(question, comparison_options(question), evidence) == \
+        "Natalia Zvereva"
+    younger = "Who is younger, Natalia Zvereva or Anna Kournikova?"
+    assert compare_by_dates(younger, comparison_options(younger), evidence) == "Anna Kournikova"
+    # a sentence naming both options gives neither its year; one without a year, no decision
+    both = said("Anna Kournikova and Natalia Zvereva met in 1997.",
+                "Natalia Zvereva is a Belarusian player.")
+    assert compare_by_dates(question, comparison_options(question), both) is None
+
+
+def test_a_comparison_of_counts_reads_the_number_before_the_counted_noun():
+    evidence = said("Quercus is a genus of about 500 species of trees, described in 1753.",
+                    "Fagus is a genus of ten species of trees native to Europe.")
+    question = "Which genus has more species, Fagus or Quercus?"
+    options = comparison_options(question)
+    assert compare_by_amounts(question, options, evidence) == "Quercus"
+    fewer = "Which genus has fewer species, Fagus or Quercus?"
+    assert compare_by_amounts(fewer, comparison_options(fewer), evidence) == "Fagus"
+    # a year is never an amount, and a noun neither number counts decides nothing
+    members = "Which genus has more members, Fagus or Quercus?"
+    assert compare_by_amounts(members, comparison_options(members), evidence) is None
+    assert compare_by_amounts("Which is more famous, Fagus or Quercus?",
+                              options, evidence) is None
+
+
+def test_a_comparison_of_lengths_compares_metres_whatever_the_unit():
+    evidence = said("The Singer Building rose 612 feet above Broadway.",
+                    "The Woolworth Building is 241 m tall.")
+    question = "Which is taller, the Singer Building or the Woolworth Building?"
+    assert compare_by_amounts(question, comparison_options(question), evidence) == \
+        "the Woolworth Building"
+    shorter = "Which is shorter, the Singer Building or the Woolworth Building?"
+    assert compare_by_amounts(shorter, comparison_options(shorter), evidence) == \
+        "the Singer Building"
+    # "ranked 5 in the world" counts no inches
+    ranked = said("The Singer Building ranked 5 in the world.", "The Woolworth Building is "
+                  "241 m tall.")
+    assert compare_by_amounts(question, comparison_options(question), ranked) is None
+
+
+def test_the_slot_is_decided_by_dates_before_amounts_and_says_which():
+    question = "Which genus has more species, Fagus or Quercus?"
+    evidence = said("Quercus is a genus of about 500 species.", "Fagus has ten species.")
+    slot = Slot(kind="name", text="Fagus", start=0)
+    assert compare_slot(question, slot, evidence) == ("choose.compare_amounts", "Quercus")
+    assert slot.ruling == "contradicted" and slot.chosen == "Quercus"
+    assert "amounts" in slot.note
+    unread = Slot(kind="name", text="Fagus", start=0)
+    assert compare_slot(question, unread, evidence, amounts=False) is None
+    assert unread.ruling == "unverified"
+
+
+CORPUS = LocalCorpus.from_texts({
+    "oak.txt": "Quercus is a genus of about 500 species of trees and shrubs.",
+    "beech.txt": "Fagus is a genus of ten species of deciduous trees in Europe.",
+})
+
+
+def test_a_count_comparison_answer_is_corrected_with_no_choice_call():
+    question = "Which genus has more species, Fagus or Quercus?"
+    fixed, engine = short(question, "Fagus has more species.", pick("Fagus"),
+                          retriever=CORPUS)
+    assert fixed.answer == "Quercus has more species."
+    assert fixed.trace.ruled("choose.compare_amounts", "f0.0") and not engine.of("ChooseValue")
+    kept, _ = short(question, "Quercus", pick("Fagus"), retriever=CORPUS)
+    assert kept.answer == "Quercus" and kept.trace.ruled("choose.compare_amounts")
+    off, _ = short(question, "Fagus", pick("Quercus"), retriever=CORPUS,
+                   rules={"choose.compare_amounts": False})
+    assert off.answer == "Fagus" and not off.trace.ruled("choose.compare_amounts")
