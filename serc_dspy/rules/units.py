@@ -40,6 +40,15 @@ def unit_name(word: str) -> str:
     return str(unit) if unit is not None else ""
 
 
+def measure_name(word: str) -> str:
+    """`unit_name` for a unit of anything but time: "years" names a unit, but "5 years old"
+    is an age and "3 years later" an interval, told apart by the words after it."""
+    unit = unit_named(word)
+    if unit is None or unit.dimensionality == _registry().second.dimensionality:
+        return ""
+    return str(unit)
+
+
 def in_metres(amount: float, word: str) -> float | None:
     """A length in metres ("6.213", "km" -> 6213.0); None when the word names no length."""
     unit = unit_named(word)
@@ -55,14 +64,14 @@ def unit_of(text: str, end: int) -> str:
     """The noun a number counts: the last word of the run of words after it, up to a
     function word or a punctuation mark ("38 chromosomes in" -> chromosome, "19 chromosome
     pairs for" -> pair, "390 USD)" -> usd); a unit of measure right after it, by its own name
-    ("6.213 km long track" and "6 kilometers long": kilometer); "" when a mark or a function
-    word follows."""
+    ("6.213 km long track" and "6 kilometers long": kilometer), time aside ("5 years old":
+    old); "" when a mark or a function word follows."""
     head = ""
     for _ in range(UNIT_WORDS):
         m = _UNIT_WORD.match(text, end)
         if not m or m.group(1).lower() in STOP:
             break
-        if not head and (unit := unit_name(m.group(1).lower())):
+        if not head and (unit := measure_name(m.group(1).lower())):
             return unit  # a unit is what a number counts, whatever follows ("km long track")
         head, end = m.group(1), m.end()
     word = head.lower()

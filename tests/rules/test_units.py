@@ -17,6 +17,8 @@ def test_a_number_counts_the_unit_right_after_it_else_the_last_word_of_its_noun_
     assert unit_of("19 chromosome pairs for", 2) == "pair"
     assert unit_of("38 chromosomes in each cell", 2) == unit_of("7 chromosome in", 1)
     assert unit_of("at the age of 11, she", 13) == ""
+    # a unit of time is no measure of its own: "5 years old" is an age, "5 years" a span
+    assert unit_of("aged 5 years old when", 6) == "old" != unit_of("for 5 years.", 5)
 
 
 def test_a_length_in_metres_and_none_for_what_is_no_length():
