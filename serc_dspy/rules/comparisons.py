@@ -90,15 +90,21 @@ def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
     return (s for s in evidence if mentions(s.text, option) and not mentions(s.text, rival))
 
 
+def _asked(question: str, options: list[str]) -> str:
+    """The question without its options' names: "First for Women" names an option, it asks
+    no order; "Taller Tales" asks no height."""
+    for option in options:
+        question = question.replace(option, " ")
+    return question
+
+
 def compare_by_dates(question: str, options: list[str],
                      evidence: list[EvidenceSentence]) -> str | None:
     """The option a date comparison ("started first", "born first", "younger") picks by the
     evidence's dates: each option's date is the first year of the first evidence sentence that
     names it and not the other option; None when the question compares no dates, an option has
     no year, or the years are equal."""
-    asked = question
-    for option in options:  # "First for Women" names an option, it asks no order
-        asked = asked.replace(option, " ")
+    asked = _asked(question, options)
     earlier, later = bool(_EARLIER.search(asked)), bool(_LATER.search(asked))
     if len(options) != 2 or earlier == later:
         return None
@@ -132,6 +138,7 @@ def _after(text: str, number: re.Match[str]) -> str:
 def _amount_of(sentences, noun: str) -> float | None:
     """The first amount in the sentences that counts `noun` (its stem) or, for "" , that is a
     length (in metres); years are never amounts."""
+    counted = stem(noun.lower().rstrip("s"))
     for sentence in sentences:
         for number in _NUMBER.finditer(sentence.text):
             if _YEAR.fullmatch(number.group(0)):
@@ -139,7 +146,7 @@ def _amount_of(sentences, noun: str) -> float | None:
             word = _after(sentence.text, number)
             if word.lower() in STOP:  # "ranked 5 in the world" counts no inches
                 continue
-            if noun and stem(word.lower().rstrip("s")) == stem(noun.lower().rstrip("s")):
+            if noun and stem(word.lower().rstrip("s")) == counted:
                 return _amount(number)
             if not noun and (metres := in_metres(_amount(number), word)) is not None:
                 return metres
@@ -151,9 +158,7 @@ def compare_by_amounts(question: str, options: list[str],
     """The option a comparison of counts or lengths picks by the evidence's amounts (the first
     of each option's own sentences); None when the question compares neither, an option has
     no amount, or the amounts are equal."""
-    asked = question
-    for option in options:
-        asked = asked.replace(option, " ")
+    asked = _asked(question, options)
     counted = _COUNTED.search(asked)
     measured = next((pick for word, pick in _MEASURED.items()
                      if word in {w.lower() for w in words_of(asked)}), None)
