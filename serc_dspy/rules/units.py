@@ -34,15 +34,10 @@ def unit_named(word: str) -> pint.Unit | None:
         return None
 
 
-def unit_name(word: str) -> str:
-    """The unit's own name for a word that names one ("km" -> "kilometer"), else ""."""
-    unit = unit_named(word)
-    return str(unit) if unit is not None else ""
-
-
 def measure_name(word: str) -> str:
-    """`unit_name` for a unit of anything but time: "years" names a unit, but "5 years old"
-    is an age and "3 years later" an interval, told apart by the words after it."""
+    """The unit's own name for a word that names a unit of anything but time ("km" ->
+    "kilometer"), else "": "years" names a unit, but "5 years old" is an age and "3 years
+    later" an interval, told apart by the words after it."""
     unit = unit_named(word)
     if unit is None or unit.dimensionality == _registry().second.dimensionality:
         return ""

@@ -1,13 +1,15 @@
 """`rules.units`: what a number counts, and units of measure by pint's registry."""
 
-from serc_dspy.rules.units import in_metres, unit_name, unit_of
+from serc_dspy.rules.units import in_metres, measure_name, unit_of
 
 
-def test_a_units_spellings_are_one_unit_and_other_words_none():
-    assert unit_name("km") == unit_name("kilometers") == unit_name("kilometres") == "kilometer"
-    assert unit_name("ft") == unit_name("feet")
-    assert unit_name("km") != unit_name("miles")
-    assert unit_name("chromosomes") == unit_name("12") == unit_name("") == ""
+def test_a_units_spellings_are_one_unit_and_other_words_and_time_none():
+    assert measure_name("km") == measure_name("kilometers") == measure_name("kilometres") == \
+        "kilometer"
+    assert measure_name("ft") == measure_name("feet")
+    assert measure_name("km") != measure_name("miles")
+    assert measure_name("chromosomes") == measure_name("12") == measure_name("") == ""
+    assert measure_name("years") == ""  # a unit of time is no measure (`unit_of`)
 
 
 def test_a_number_counts_the_unit_right_after_it_else_the_last_word_of_its_noun_phrase():
