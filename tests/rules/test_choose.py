@@ -195,6 +195,32 @@ def test_a_one_sentence_answers_frame_holds_the_question_it_answers():
     assert not same_frame(slot, fact, evidence, rival, "Ann Lee", "What did Ann Lee do?")
 
 
+def test_a_one_sentence_answer_to_a_question_is_swapped_where_the_question_frames_its_rival():
+    corpus = LocalCorpus.from_texts({"a.txt": "Ann Lee is known for playing Mara in Blue "
+                                              "Coast (2001-2004), for which she won the 2004 "
+                                              "Emmy Award."})
+    draft = "Ann Lee, an American actress, won an award for her role in Dark Harbour."
+
+    def answer(question, text=draft):
+        lm, _ = scripted_lm(handlers(AtomicFacts=lambda i: {"facts": [i["sentence"]]},
+                                     ChooseValue=pick("Blue Coast")))
+        program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
+                       queries="facts", reconstruct="minimal", firewall=False)
+        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+            return program(question=question, draft=text)
+
+    question = "In what series did Ann Lee win the 2004 Emmy Award?"
+    asked = answer(question)
+    assert asked.answer == draft.replace("Dark Harbour", "Blue Coast")
+    assert not asked.trace.ruled("choose.same_frame")
+    # no question ("Tell me ..."), or a draft of more than one sentence: the fact's own words
+    # alone frame it, and the rival stands among others
+    told = answer("Tell me about Ann Lee and her 2004 Emmy Award series.")
+    assert told.answer == draft and told.trace.ruled("choose.same_frame", "f0.0")
+    longer = answer(question, draft + " She was born in 1970.")
+    assert "Dark Harbour" in longer.answer and longer.trace.ruled("choose.same_frame")
+
+
 def test_a_rival_among_another_events_words_is_not_swapped_in():
     """The tuning split's clean Sörenstam bio: "another four times" was chosen over 72 LPGA
     tournaments, ten majors and 24 other tournaments; none shares the words around it."""
