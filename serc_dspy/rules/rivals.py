@@ -2,8 +2,8 @@
 rules that hold a choice back when the evidence states the fact's value for its event, or when
 the rival's own words are about another thing (`choose.own_stated`, `choose.name_stated`,
 `choose.same_frame`, `choose.same_unit`, `choose.counted_noun`, `choose.same_range`,
-`choose.range_order`), and the one that lets the question's own words weigh a short answer's
-rivals (`choose.question_echo`).
+`choose.range_order`). The guards that also read a short answer's question are in
+`rules.asked`.
 
 A swap chosen twice by a 1.5B model is still a reading of the evidence, and on clean text most
 such swaps hit true details: these rules ask the passages, not the model, whether the rival is
@@ -15,7 +15,6 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import head_noun
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.slots import EvidenceSentence, has_value, normal_form
 from serc_dspy.rules.units import UNIT_WORDS, unit_of
@@ -27,14 +26,6 @@ LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them
 `RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
 born on 3 March 1951 into a poor family in ___")."""
 RIVAL_FRAME_WORDS = 5
-ECHO_MARGIN = 2
-"""Question words more that the sentences naming one value must share than those naming the
-other, for `choose.question_echo` to take it ("Badr Hari": 16 against 1)."""
-ASKED_WORDS = 3
-"""Words before a question's closing wh-word that say what it asks ("film, directed by who?")."""
-_CLOSING_WH = re.compile(rf"((?:[^\s?]+\s+){{1,{ASKED_WORDS}}})(?:who|whom|what|which|when|"
-                         r"where)\W*$", re.IGNORECASE)
-
 register(
     Rule("choose.same_unit", "a number rival chosen in both orders is swapped in only when "
          "the noun after it counts what the noun after the slot's number counts (each the "
@@ -85,34 +76,6 @@ register(
          "unverified", "on the report "
          "split's planted errors (values the article never states) 27 swaps fixed 7 errors "
          "and altered 14 true units, whose own values the articles do state"),
-    Rule("choose.asked_frame", "a caller's short answer that the evidence states is replaced "
-         "by a rival chosen in both orders when the question ends on what it asks (\"directed "
-         "by who?\") and those words stand around the rival in its passage (five each side) "
-         "more than around every statement of the answer (\"film directed by Robert Zemeckis "
-         "and written by Neil Gaiman\")", "HaluEval's wrong answers are the evidence's other "
-         "names: `choose.own_stated` alone held back every such fix, the model's right choice "
-         "included; the whole question's words, tried first, also stand around the other "
-         "people a question describes, and broke a right answer", found_on="HaluEval tuning "
-         "items 12, 17", thresholds={"rival_frame_words": RIVAL_FRAME_WORDS,
-                                           "asked_words": ASKED_WORDS}),
-    Rule("choose.asked_noun", "a caller's short answer that the evidence states is replaced "
-         "by a rival chosen in both orders when the evidence calls the rival by the type word "
-         "the question asks for (\"Which state ...?\": \"the state of Hawaii\", \"Hawaii "
-         "state\") and calls the answer by it nowhere", "the drug stores' state was held back "
-         "by `choose.own_stated`: the evidence names California, as where their CEO's company "
-         "came from, while the stores are \"throughout the state of Hawaii\"",
-         english_only=True, found_on="HaluEval tuning item 5"),
-    Rule("choose.question_echo", "a caller's short answer whose two option orders each passed "
-         "it over, for two different rivals, takes the rival whose evidence sentences share "
-         "`echo_margin` more of the question's content words than the other's; and a rival "
-         "chosen so, or in both orders, replaces an answer the evidence states when it leads "
-         "the answer by as many (the `choose.own_stated` guard yields)", "HaluEval's questions "
-         "describe their answer in the words of the evidence about it (\"was once considered "
-         "the best kickboxer in the world, however he has been involved in a number of "
-         "controversies\"); on the tuning items the model passed such answers over for two "
-         "different rivals, and the draft stayed wrong", english_only=True,
-         found_on="HaluEval tuning items 2, 12",
-         thresholds={"echo_margin": ECHO_MARGIN}, default=False),
     Rule("choose.same_frame", "a slot's rival chosen in both orders is swapped in only when "
          "the words around it in its passage (five each side, in its sentence) share a "
          "content word with the words around the slot in the fact (three each side), the "
@@ -203,7 +166,7 @@ def own_attested(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     return own_best > (shared(rival) if rival is not None else 0)
 
 
-def _frame(text: str, start: int, end: int, skip: set[str], size: int) -> set[str]:
+def frame_stems(text: str, start: int, end: int, skip: set[str], size: int) -> set[str]:
     """The content stems of the `size` words before `text[start:end]` and after it."""
     tokens = list(re.finditer(r"[^\W_]+", text))
     before = [m.group() for m in tokens if m.end() <= start][-size:]
@@ -224,12 +187,13 @@ def same_frame(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     Emmy ...?": the show's "(1998-2004)")."""
     rival = sentence_of(chosen, evidence)
     skip = {w.lower() for w in words_of(f"{subject} {slot.text} {chosen.value}")}
-    own = _frame(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS) | (
+    own = frame_stems(fact, slot.start, slot.start + len(slot.text), skip, FRAME_WORDS) | (
         content_stems(question) - {stem(w) for w in skip})
     if rival is None or not own:
         return True
     at = (chosen.offset or 0) - rival.offset
-    return bool(own & _frame(rival.text, at, at + len(chosen.value), skip, RIVAL_FRAME_WORDS))
+    return bool(own & frame_stems(rival.text, at, at + len(chosen.value), skip,
+                                  RIVAL_FRAME_WORDS))
 
 
 def units(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
@@ -262,75 +226,6 @@ def counted_noun(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen
     elsewhere). Not a number, or the rival's sentence not at hand: not held back."""
     found = units(slot, fact, evidence, chosen)
     return found is None or all(found)
-
-
-def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],
-               chosen: Candidate) -> bool:
-    """Whether the evidence calls the chosen rival by the type word the question asks for
-    ("the state of Hawaii", "Hawaii State" for "Which state ...?") and the short answer's own
-    value by it nowhere: the rival is then of the asked kind, and the answer a value of
-    something else the evidence names."""
-    noun = head_noun(question)
-    rival = sentence_of(chosen, evidence)
-    if not noun or rival is None:
-        return False
-
-    def typed(text: str, value: str) -> bool:
-        name = re.escape(value)
-        return bool(re.search(rf"\b{noun}s?\s+of\s+(?:the\s+)?{name}(?!\w)|(?<!\w){name}\s+"
-                              rf"{noun}\b", text, re.IGNORECASE))
-    return typed(rival.text, chosen.value) and \
-        not any(typed(s.text, slot.text) for s in evidence)
-
-
-def asked_relation(question: str) -> set[str]:
-    """The content stems of the words just before a question's closing wh-word ("directed by
-    who?": direct); empty when the question does not end on one."""
-    found = _CLOSING_WH.search(question.strip())
-    return content_stems(found.group(1)) if found else set()
-
-
-def asked_frame(question: str, slot: Slot, evidence: list[EvidenceSentence],
-                chosen: Candidate) -> bool:
-    """Whether the words a question ends on stand around the chosen rival in its passage more
-    than around any statement of the short answer's own value: the rival is then what the
-    question asks for, and the answer another thing the evidence names ("written by Neil
-    Gaiman" answering "directed by who?")."""
-    skip = {w.lower() for w in words_of(f"{slot.text} {chosen.value}")}
-    asked = asked_relation(question) - {stem(w) for w in skip}
-    rival = sentence_of(chosen, evidence)
-    if not asked or rival is None:
-        return False
-
-    def around(sentence: EvidenceSentence, start: int, end: int) -> int:
-        return len(asked & _frame(sentence.text, start, end, skip, RIVAL_FRAME_WORDS))
-
-    own = 0
-    for sentence in evidence:
-        for m in re.finditer(rf"(?<!\w){re.escape(slot.text)}(?!\w)", sentence.text,
-                             re.IGNORECASE):
-            own = max(own, around(sentence, m.start(), m.end()))
-    at = (chosen.offset or 0) - rival.offset
-    return around(rival, at, at + len(chosen.value)) > own
-
-
-def question_echo(question: str, value: str, evidence: list[EvidenceSentence]) -> int:
-    """The most content words of the question (the value's own aside) that one evidence
-    sentence naming the value shares: a sentence names it when it holds the value's last word
-    ("Hari has been ... once considered the best kickboxer" names "Badr Hari")."""
-    last = (words_of(value) or [""])[-1].lower()
-    asked = content_stems(question) - content_stems(value)
-    return max((len(asked & content_stems(s.text)) for s in evidence
-                if len(last) > 2 and last in {w.lower() for w in words_of(s.text)}), default=0)
-
-
-def echo_leader(question: str, values: list[str], evidence: list[EvidenceSentence]
-                ) -> str | None:
-    """Of two values, the one the question echoes by `ECHO_MARGIN` words more (None: neither)."""
-    first, second = (question_echo(question, v, evidence) for v in values)
-    if abs(first - second) < ECHO_MARGIN:
-        return None
-    return values[0] if first > second else values[1]
 
 
 _RANGE_JOIN = r"\s*(?:–|—|-|\bto\b|\buntil\b|\btill\b|\bthrough\b)\s*"

@@ -714,8 +714,8 @@ def test_a_short_answer_passed_over_takes_the_rival_the_question_echoes():
     # the case that motivated it: HaluEval tuning item 2, whose question restates the
     # evidence about its answer; the orders chose two different rivals and the draft stayed.
     # Off by default: on HaluEval's report split it broke 4 right answers and fixed none.
+    from serc_dspy.rules.asked import question_echo
     from serc_dspy.rules.base import RuleSet
-    from serc_dspy.rules.rivals import question_echo
 
     assert not RuleSet().on("choose.question_echo")
     assert question_echo(KICK, "Badr Hari", []) == 0

@@ -15,9 +15,9 @@ from serc_dspy.rules.answers import (
     question_kind,
     typed_ruling,
 )
+from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.comparisons import compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
-from serc_dspy.rules.rivals import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
 from serc_dspy.rules.yesno import both_slot
 from serc_dspy.runtime.steps import Run
