@@ -269,7 +269,7 @@ def normal_form(kind: str, value: str) -> str:
     return normalise(value, fold=True)
 
 
-def _compatible(kind: str, span_kind: str) -> bool:
+def compatible(kind: str, span_kind: str) -> bool:
     return kind == span_kind or (kind == "year" and span_kind == "date")
 
 
@@ -351,7 +351,7 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
         own value ("Chinese Americans" is another wording of "Taishanese Chinese American",
         not another value)."""
         if _count(fact, value) or normal_form(slot.kind, value) in {
-                normal_form(s.kind, s.text) for s in spans(fact) if _compatible(slot.kind,
+                normal_form(s.kind, s.text) for s in spans(fact) if compatible(slot.kind,
                                                                               s.kind)}:
             return False
         if slot.kind not in ("name", "role"):
@@ -376,7 +376,7 @@ def _offer(slot: Slot, sentences: list[EvidenceSentence],
         for span in spans(sentence.text, subject):
             if len(options) >= MAX_CANDIDATES - 1:
                 break
-            if not _compatible(slot.kind, span.kind):
+            if not compatible(slot.kind, span.kind):
                 continue
             value = _as_kind(slot.kind, span)
             key = normal_form(slot.kind, value)
@@ -402,7 +402,7 @@ def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
 
 def has_value(kind: str, value: str, text: str) -> bool:
     """Whether `text` holds a span of the slot's kind whose normal form is `value`."""
-    return any(_compatible(kind, s.kind) and normal_form(kind, _as_kind(kind, s)) == value
+    return any(compatible(kind, s.kind) and normal_form(kind, _as_kind(kind, s)) == value
                for s in spans(text))
 
 

@@ -31,7 +31,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.counted_noun", "choose.question_echo", "choose.range_order",
          "choose.name_stated", "choose.quoted_title", "choose.both",
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
-         "choose.off_type", "choose.asked_gender", "choose.compare_amounts"}
+         "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
+         "choose.date_year", "choose.frame_first"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -863,3 +864,43 @@ def test_a_name_is_offered_in_the_frame_after_it_too():
                          rules={"choose.after_frame": False})
     assert off.answer == draft and not off.trace.ruled("choose.swap")
     assert not off.trace.ruled("choose.after_frame")
+
+
+BORN = LocalCorpus.from_texts({"a.txt": "Moses Davis is a Jamaican musician. Davis was born in "
+                                        "the Waterhouse district of Kingston in 1973. He "
+                                        "married in 2006."})
+
+
+def test_a_dates_wrong_year_is_swapped_where_the_evidence_gives_the_year_alone():
+    """wikipedia_dev.json, Beenie Man, K = 2: the evidence gives the birth year, no birth
+    date, and names the birth far from its year ("born in the Waterhouse district of Kingston
+    in 1973")."""
+    draft = "Moses Davis is a Jamaican musician. Moses Davis was born on 22 August 1966."
+    facts = {}
+
+    def run(corpus=BORN, **rules):
+        return decode(draft, facts, corpus=corpus, choose=pick("1973"), rules=rules)[0]
+
+    fixed = run()
+    assert fixed.answer == draft.replace("1966", "1973")
+    assert fixed.trace.ruled("choose.date_year", "f1.0")[0].after == "1966"
+    assert fixed.trace.ruled("choose.frame_first", "f1.0")[0].after == "1973"
+    assert fixed.trace.ruled("choose.swap", "f1.0")[0].before == "1966"
+    # off: the date is offered no date, and stays unverified in the draft's words
+    no_year = run(**{"choose.date_year": False})
+    assert no_year.answer == draft and not no_year.trace.ruled("choose.date_year")
+    assert no_year.trace.fact("f1.0").status == "unverified"
+    # off: "born" is seven words before the year, outside the five `choose.same_frame` reads
+    held = run(**{"choose.frame_first": False})
+    assert held.answer == draft and held.trace.ruled("choose.same_frame", "f1.0")
+    assert not held.trace.ruled("choose.frame_first")
+    # a clause between the birth and the year: another event's year, held back
+    moved = LocalCorpus.from_texts({"a.txt": "Davis was born in the Waterhouse district of "
+                                             "Kingston, and moved to Spanish Town in 1973."})
+    other = run(corpus=moved)
+    assert other.answer == draft and other.trace.ruled("choose.same_frame", "f1.0")
+    # the evidence states the draft's year: its year is not what is wrong, and is not asked
+    stated = LocalCorpus.from_texts({"a.txt": "Davis was born in Kingston in 1966. He moved "
+                                              "to Spanish Town in 1973."})
+    kept = run(corpus=stated)
+    assert kept.answer == draft and not kept.trace.ruled("choose.date_year")

@@ -32,12 +32,14 @@ from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.answers import question_kind
 from serc_dspy.rules.asked import echo_leader
+from serc_dspy.rules.dates import year_slot
 from serc_dspy.rules.frames import following_words, preceding_word
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     context_of,
     held_back,
     own_attested,
+    same_frame,
     sentence_of,
     stated_alone,
 )
@@ -151,6 +153,13 @@ class SlotChooser(ShortAnswers, Stage):
                 (added := self.after_frame_only(slot, about, frame)):
             run.rule("choose.after_frame", fact.id, before=slot.text, detail="offered " +
                      ", ".join(map(repr, added)) + ": the two words after each are the slot's")
+        if not short and candidates is None and run.on("choose.date_year") and \
+                (year := year_slot(slot, fact.text, sentence, about, evidence, name)):
+            run.rule("choose.date_year", fact.id, before=slot.text, after=year.text,
+                     detail="no date offered; the evidence offers other years")
+            slot.kind, slot.text, slot.start, slot.candidates = \
+                year.kind, year.text, year.start, year.candidates
+            claim = blank_in(fact.text, year.text) or claim
         own_stated = stated(slot, evidence)
         if not any(c.origin == "evidence" for c in slot.candidates):
             slot.ruling = "supported" if own_stated and run.on("choose.uncontested") \
@@ -236,6 +245,10 @@ class SlotChooser(ShortAnswers, Stage):
         question = run.trace.question.strip()  # a one-sentence answer's frame is its question
         asked = question if len(run.trace.sentences) == 1 and question.endswith("?") else ""
         held = held_back(slot, fact.text, sentence, evidence, rival, name, run.on, asked)
+        if held is None and run.on("choose.same_frame") and run.on("choose.frame_first") and \
+                not same_frame(slot, fact.text, evidence, rival, name, asked):
+            run.rule("choose.frame_first", fact.id, before=slot.text, after=rival.value,
+                     detail="a word of its frame stands before it, no value of its kind between")
         if held is not None:
             slot.ruling, slot.chosen = "unverified", None
             slot.note = f"{rival.value!r} was chosen, but {held[1]}"
