@@ -27,6 +27,9 @@ LPGA tournaments", "was born on ___"): `choose.same_frame` looks for one of them
 `RIVAL_FRAME_WORDS` words each side of the rival in its passage, whose prose is wordier ("was
 born on 3 March 1951 into a poor family in ___")."""
 RIVAL_FRAME_WORDS = 5
+BOUND_WORDS = frozenset({"after", "before", "since", "until", "till", "by"})
+"""Words that make the year after them a bound of the event, not its value
+(`choose.year_bound`)."""
 register(
     Rule("choose.same_unit", "a number rival chosen in both orders is swapped in only when "
          "the noun after it counts what the noun after the slot's number counts (each the "
@@ -89,6 +92,15 @@ register(
          "birth date, a 1904 recital series for an organist's last year)",
          found_on="wikipedia_dev.json, the first 10 bios, K = 0", thresholds={
              "frame_words": FRAME_WORDS, "rival_frame_words": RIVAL_FRAME_WORDS}),
+    Rule("choose.year_bound", "a year or date rival chosen in both orders that the passage "
+         "gives as a bound (after \"after\", \"before\", \"since\", \"until\", \"till\" or "
+         "\"by\": \"writers born after 1959\") is swapped in only where the slot's value "
+         "stands after the same word; otherwise the fact stays unverified", "a bound is no "
+         "value of the event: on a tuning bio's K = 2 draft a birth year became the 1959 of "
+         "an anthology of \"writers born after 1959\"; of the recorded year swaps of the "
+         "tuning and report runs, none other had a rival after such a word (counted)",
+         english_only=True, found_on="wikipedia_dev.json, Gerardo Fernandez Fe, K = 2",
+         thresholds={"bound_words": sorted(BOUND_WORDS)}),
     Rule("choose.frame_first", "a rival that `choose.same_frame` would hold back is swapped "
          "in when a word of the slot's frame stands before it in its sentence's clause and "
          "no other value of its kind stands between them (for a name or role: none with the "
@@ -357,6 +369,17 @@ def range_order(slot: Slot, sentence: str, chosen: Candidate) -> bool:
     return first[:common] < last[:common] or (first[:common] == last[:common] and common < 3)
 
 
+def year_bound(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: Candidate
+               ) -> bool:
+    """Whether a year or date rival stands after a bound word (`BOUND_WORDS`) that the slot's
+    value does not: "writers born after 1959" bounds a generation and dates no birth."""
+    rival = sentence_of(chosen, evidence)
+    if slot.kind not in ("year", "date") or rival is None:
+        return False
+    word = preceding_word(rival.text, (chosen.offset or 0) - rival.offset)
+    return word in BOUND_WORDS and word != preceding_word(fact, slot.start)
+
+
 def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
               rival: Candidate, subject: str, on: RuleSwitch, question: str = ""
               ) -> tuple[str, str] | None:
@@ -369,6 +392,8 @@ def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSente
             on("choose.frame_first") and frame_first(slot, fact, evidence, rival, subject,
                                                      question)),
          "the words around it in its passage are about something else"),
+        ("choose.year_bound", lambda: not year_bound(slot, fact, evidence, rival),
+         "the passage gives it as a bound, not as the event's year"),
         ("choose.same_unit", lambda: same_unit(slot, fact, evidence, rival),
          "it counts something else"),
         ("choose.counted_noun", lambda: counted_noun(slot, fact, evidence, rival),

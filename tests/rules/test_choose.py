@@ -32,7 +32,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.name_stated", "choose.quoted_title", "choose.both",
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
-         "choose.date_year", "choose.frame_first"}
+         "choose.date_year", "choose.frame_first", "choose.year_bound"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -904,3 +904,20 @@ def test_a_dates_wrong_year_is_swapped_where_the_evidence_gives_the_year_alone()
                                               "to Spanish Town in 1973."})
     kept = run(corpus=stated)
     assert kept.answer == draft and not kept.trace.ruled("choose.date_year")
+
+
+def test_a_year_the_passage_gives_as_a_bound_is_not_swapped_in():
+    """wikipedia_dev.json, Gerardo Fernandez Fe, K = 2: a birth year became the 1959 of an
+    anthology of "writers born after 1959"."""
+    corpus = LocalCorpus.from_texts({"a.txt": "Moses Davis is a Jamaican musician. His songs "
+                                              "were collected with those of writers born after "
+                                              "1973."})
+    draft = "Moses Davis is a Jamaican musician. Moses Davis was born on 22 August 1966."
+
+    def run(**rules):
+        return decode(draft, {}, corpus=corpus, choose=pick("1973"), rules=rules)[0]
+
+    held = run()
+    assert held.answer == draft and held.trace.ruled("choose.year_bound", "f1.0")
+    off = run(**{"choose.year_bound": False})
+    assert off.answer == draft.replace("1966", "1973") and not off.trace.ruled("choose.year_bound")
