@@ -17,6 +17,7 @@ from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.frames import preceding_word
+from serc_dspy.rules.places import place_kinds
 from serc_dspy.rules.slots import EvidenceSentence, compatible, has_value, normal_form, spans
 from serc_dspy.rules.units import UNIT_WORDS, unit_of
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
@@ -101,6 +102,14 @@ register(
          "tuning and report runs, none other had a rival after such a word (counted)",
          english_only=True, found_on="wikipedia_dev.json, Gerardo Fernandez Fe, K = 2",
          thresholds={"bound_words": sorted(BOUND_WORDS)}),
+    Rule("choose.place_for_place", "a name slot that names a place the gazetteers know "
+         "(GeoNames, ISO 3166-2: `rules.places`) is swapped only for a rival that names one "
+         "too; otherwise the fact stays unverified", "a city is no show: on a tuning bio's "
+         "K = 2 draft \"on Cleveland radio station WTAM\" became \"on Sportsline radio "
+         "station\", from \"a frequent caller on the Sportsline radio show on WTAM\"; of the "
+         "recorded name swaps of the tuning and report bios, none other replaced a place by "
+         "a name that is none (counted)", found_on="wikipedia_dev.json, Mike Trivisonno, "
+         "K = 2"),
     Rule("choose.frame_first", "a rival that `choose.same_frame` would hold back is swapped "
          "in when a word of the slot's frame stands before it in its sentence's clause and "
          "no other value of its kind stands between them (for a name or role: none with the "
@@ -380,6 +389,13 @@ def year_bound(slot: Slot, fact: str, evidence: list[EvidenceSentence], chosen: 
     return word in BOUND_WORDS and word != preceding_word(fact, slot.start)
 
 
+def place_for_place(slot: Slot, rival: Candidate) -> bool:
+    """Whether a rival may replace the slot's name as a place: always, unless the slot names a
+    place the gazetteers know and the rival names none ("Cleveland" is not replaced by a
+    radio show's name)."""
+    return slot.kind != "name" or not place_kinds(slot.text) or bool(place_kinds(rival.value))
+
+
 def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSentence],
               rival: Candidate, subject: str, on: RuleSwitch, question: str = ""
               ) -> tuple[str, str] | None:
@@ -392,6 +408,8 @@ def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSente
             on("choose.frame_first") and frame_first(slot, fact, evidence, rival, subject,
                                                      question)),
          "the words around it in its passage are about something else"),
+        ("choose.place_for_place", lambda: place_for_place(slot, rival),
+         "the slot names a place, and it names none"),
         ("choose.year_bound", lambda: not year_bound(slot, fact, evidence, rival),
          "the passage gives it as a bound, not as the event's year"),
         ("choose.same_unit", lambda: same_unit(slot, fact, evidence, rival),

@@ -32,7 +32,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.name_stated", "choose.quoted_title", "choose.both",
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
-         "choose.date_year", "choose.frame_first", "choose.year_bound"}
+         "choose.date_year", "choose.frame_first", "choose.year_bound",
+         "choose.place_for_place"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -129,7 +130,7 @@ def test_a_rival_is_not_swapped_over_a_value_the_evidence_states_for_the_same_ev
     # (the rival's frame differs too; and `choose.name_stated` holds a stated name as well)
     off, _ = decode(draft, facts, corpus=corpus, choose=other,
                     rules={"choose.own_stated": False, "choose.same_frame": False,
-                           "choose.name_stated": False})
+                           "choose.name_stated": False, "choose.place_for_place": False})
     assert not off.trace.ruled("choose.own_stated") and off.answer != draft
     # a planted value the evidence never states is swapped as before
     planted, _ = _decode()
@@ -921,3 +922,27 @@ def test_a_year_the_passage_gives_as_a_bound_is_not_swapped_in():
     assert held.answer == draft and held.trace.ruled("choose.year_bound", "f1.0")
     off = run(**{"choose.year_bound": False})
     assert off.answer == draft.replace("1966", "1973") and not off.trace.ruled("choose.year_bound")
+
+
+def test_a_place_is_not_swapped_for_a_name_that_is_no_place():
+    """wikipedia_dev.json, Mike Trivisonno, K = 2: "on Cleveland radio station WTAM" became
+    "on Sportsline radio station", from "a caller on the Sportsline radio show on WTAM"."""
+    corpus = LocalCorpus.from_texts({"a.txt": "Mike Trivisonno was a radio host. He was a "
+                                              "frequent caller on the Sportsline radio show on "
+                                              "WTAM. Later he hosted a show on Cleveland "
+                                              "radio."})
+    draft = "Mike Trivisonno was a radio host. He hosted a show on Toledo radio station WTAM."
+    facts = {"He hosted a show on Toledo radio station WTAM.":
+             ["Mike Trivisonno hosted a show on Toledo radio station WTAM."]}
+
+    def run(value, **rules):
+        return decode(draft, facts, corpus=corpus, choose=pick(value), rules=rules)[0]
+
+    held = run("Sportsline")
+    assert held.answer == draft and held.trace.ruled("choose.place_for_place", "f1.0")
+    off = run("Sportsline", **{"choose.place_for_place": False})
+    assert "on Sportsline radio" in off.answer and not off.trace.ruled("choose.place_for_place")
+    # a place for a place is swapped in as before
+    fixed = run("Cleveland")
+    assert "on Cleveland radio" in fixed.answer
+    assert not fixed.trace.ruled("choose.place_for_place")
