@@ -140,7 +140,8 @@ def _clauses(sentence: str) -> list[list[str]]:
 
 def draft_units(sentences: Sequence[str], injected: Sequence[str] = ()) -> list[DraftUnit]:
     """The method-independent units of a draft: one per clause of each sentence, holding the
-    clause's details and content words, with every injected value (and its words) left out."""
+    clause's details and content words, with every injected value (and its words) left out:
+    a detail made of an injected value's words alone is left out too."""
     bad = [v.lower() for v in injected if v]
     bad_words = {stem(w) for v in bad for w in tokenize(v)}
     units = []
@@ -149,7 +150,10 @@ def draft_units(sentences: Sequence[str], injected: Sequence[str] = ()) -> list[
             kept: list[str] = []
             words: list[str] = []
             for found, content in map(_piece_tokens, clause):
-                kept += [d for d in found if not any(v in d.lower() for v in bad)]
+                # a detail holding an injected value, or made of its words only ("Rio" and
+                # "Janeiro" of a planted "Rio de Janeiro") is the error's, not the unit's
+                kept += [d for d in found if not any(v in d.lower() for v in bad) and
+                         not {stem(w) for w in tokenize(d)} <= bad_words]
                 words += [w for w in content if w not in bad_words]
             if kept or words:
                 units.append(DraftUnit(sentence=index, text=" | ".join(clause),

@@ -20,7 +20,13 @@ from serc_dspy.evaluation.injection import (
     make_drafts,
     split_article,
 )
-from serc_dspy.evaluation.noise import count, score_decoding, summarize_noise
+from serc_dspy.evaluation.noise import (
+    count,
+    draft_units,
+    score_decoding,
+    summarize_noise,
+    unit_outcome,
+)
 
 JANE = (
     "Jane Doe (12 March 1901 – 4 May 1970) was a French composer and teacher. She composed "
@@ -162,6 +168,16 @@ def test_units_do_not_depend_on_the_method_and_count_preserved_altered_pruned():
     assert summary.preservation == pytest.approx(1 / 3)
     assert summary.verbatim_share == pytest.approx(1 / 3)
     assert summary.failed == 1 and summary.bios == 1
+
+
+def test_a_planted_name_with_a_small_word_inside_is_in_no_unit():
+    """wikipedia_dev.json, Kim Burrell, K = 2: a planted "Rio de Janeiro" was read as the
+    details "Rio" and "Janeiro", so its correction counted as a false alarm."""
+    sentences = ["Kim Burrell is a gospel singer from Houston, Rio de Janeiro."]
+    units = draft_units(sentences, ["Rio de Janeiro"])
+    assert not {"Rio", "Janeiro"} & {d for u in units for d in u.details}
+    fixed = "Kim Burrell is a gospel singer from Houston, Texas."
+    assert [unit_outcome(u, fixed) for u in units] == ["preserved"] * len(units)
 
 
 def test_an_answer_returned_unchanged_altered_and_pruned_nothing():
