@@ -117,8 +117,9 @@ register(
          "\"but\"): \"was born in the Waterhouse district of Kingston in 1973\" gives the "
          "birth year", "the five words around a rival miss the verb of a long clause: on the "
          "tuning bios' K = 2 drafts a planted birth year was offered the right year and held "
-         "back",
-         english_only=True, found_on="wikipedia_dev.json, Beenie Man, K = 2"),
+         "back; off by default: on the report bios' clean drafts (K = 0) it let one swap onto "
+         "true text through and fixed nothing at K = 2", english_only=True,
+         found_on="wikipedia_dev.json, Beenie Man, K = 2", default=False),
 )
 
 

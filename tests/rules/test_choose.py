@@ -876,10 +876,13 @@ def test_a_dates_wrong_year_is_swapped_where_the_evidence_gives_the_year_alone()
     """wikipedia_dev.json, Beenie Man, K = 2: the evidence gives the birth year, no birth
     date, and names the birth far from its year ("born in the Waterhouse district of Kingston
     in 1973")."""
+    from serc_dspy.rules.base import RuleSet
+
     draft = "Moses Davis is a Jamaican musician. Moses Davis was born on 22 August 1966."
     facts = {}
 
-    def run(corpus=BORN, **rules):
+    def run(corpus=BORN, **rules):  # (`choose.frame_first` is off by default)
+        rules = {"choose.frame_first": True, **rules}
         return decode(draft, facts, corpus=corpus, choose=pick("1973"), rules=rules)[0]
 
     fixed = run()
@@ -891,7 +894,9 @@ def test_a_dates_wrong_year_is_swapped_where_the_evidence_gives_the_year_alone()
     no_year = run(**{"choose.date_year": False})
     assert no_year.answer == draft and not no_year.trace.ruled("choose.date_year")
     assert no_year.trace.fact("f1.0").status == "unverified"
-    # off: "born" is seven words before the year, outside the five `choose.same_frame` reads
+    # off (the default): "born" is seven words before the year, outside the five
+    # `choose.same_frame` reads
+    assert not RuleSet().on("choose.frame_first")
     held = run(**{"choose.frame_first": False})
     assert held.answer == draft and held.trace.ruled("choose.same_frame", "f1.0")
     assert not held.trace.ruled("choose.frame_first")
