@@ -31,6 +31,7 @@ RIVAL_FRAME_WORDS = 5
 BOUND_WORDS = frozenset({"after", "before", "since", "until", "till", "by"})
 """Words that make the year after them a bound of the event, not its value
 (`choose.year_bound`)."""
+
 register(
     Rule("choose.same_unit", "a number rival chosen in both orders is swapped in only when "
          "the noun after it counts what the noun after the slot's number counts (each the "
