@@ -10,9 +10,10 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
-from serc_dspy.rules.comparisons import COMPARISON, comparison_options
+from serc_dspy.rules.comparisons import COMPARISON, comparison_options, either_question
 from serc_dspy.rules.people import asked_gender, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
+from serc_dspy.rules.ranking import rank_by_question
 from serc_dspy.rules.slots import (
     _YEAR,
     MAX_CANDIDATES,
@@ -37,6 +38,8 @@ ANSWER_SENTENCE_WORDS = 25
 """A caller's one-sentence draft of at most this many words can be an answer to the question
 (`answer_sentence`): HaluEval's sentence answers run 7 to 26 words, while Factcheck-Bench's
 one-sentence answers, lists of things, run 27 to 55."""
+RANK_POOL = 40
+"""Evidence values gathered for `choose.asked_rank` to rank before the option cap."""
 POOLED_MARGIN = 0.25
 """The pooled probability by which one value must lead the next for `choose.pooled` to decide
 a short answer whose two orders disagree (set on HaluEval's tuning items 1-30)."""
@@ -141,7 +144,7 @@ def question_kind(question: str) -> str:
     person (also "What author ...", "Which state ...": the type word the question asks
     for), else other."""
     q = " ".join(question.split()).lower()
-    if " or " in q and COMPARISON.search(q):
+    if " or " in q and (COMPARISON.search(q) or either_question(question)):
         return "comparison"
     if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
         return "yes/no"
@@ -199,8 +202,9 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     if kind == "place" and on("choose.asked_place"):  # "Greece, the birthplace of ...": Greece
         found.sort(key=lambda s: not is_asked_place(s.text, ""))
     whole = sentence.strip().rstrip(".!")
+    clause = bool(_FINITE.search(whole))  # "Polaris is based in Michigan": no one value
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
-                  _restates(question, sentence)):
+                  clause or _restates(question, sentence)):
         return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
     other = answer_spans(question, sentence, lambda s: True)
     title = _title(whole)
@@ -208,12 +212,17 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
         return [Slot(kind=other[0].kind, text=other[0].text, start=other[0].start)]
     if title and _count(sentence, title) == 1:  # "Sex and the City" is one title, not two
         return [Slot(kind="name", text=title, start=sentence.find(title))]
-    if whole and _count(sentence, whole) == 1 and len(whole.split()) <= SHORT_PHRASE_WORDS:
+    if whole and _count(sentence, whole) == 1 and len(whole.split()) <= SHORT_PHRASE_WORDS \
+            and not clause:
         span_kind = "year" if _YEAR.fullmatch(whole) else "name"
-        return [Slot(kind=span_kind, text=whole, start=sentence.find(whole))]
+        bare = re.sub(r"^(?:The|the)\s+(?=\S)", "", whole)  # "The Babylonians": the
+        return [Slot(kind=span_kind, text=bare,  # article stays, the name is swapped
+                     start=sentence.find(whole) + len(whole) - len(bare))]
     return []
 
 
+_FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|been)\b")
+"""A verb that makes a short draft a clause around its value, not the value itself."""
 _TITLE_LINKS = frozenset("a an and at by for from in of on or the to with".split())
 
 
@@ -329,6 +338,14 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     # (in the passages' order, the cap filled up before a bio's own sentence was reached)
     words = content_stems(question)
     ranked = sorted(evidence, key=lambda s: -len(words & content_stems(s.text)))
+    rank = on("choose.asked_rank")
+
+    def offer(sentences: list[EvidenceSentence], fits) -> list[Candidate]:
+        """`_offer`, or (`choose.asked_rank`) every fitting value ranked by the question."""
+        if not rank:
+            return _offer(slot, sentences, fits)
+        return rank_by_question(question, _offer(slot, sentences, fits, cap=RANK_POOL),
+                                evidence, MAX_CANDIDATES - 2)
     if sentence and on("choose.quoted_title") and \
             quoted(sentence, Span(slot.kind, slot.text, slot.start)):
         offered = quoted_titles(slot, ranked, lambda value: new_value(None, None, value))
@@ -348,19 +365,19 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
             if kind == "place":
                 return is_asked_place(value, place)
             return full_name(sentence.text, span) and not other_gender(value, gender)
-        offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
+        offered = offer(ranked, lambda sentence, span, value: new_value(
             sentence, span, value) and of_kind(sentence, span, value))
         if any(c.origin == "evidence" for c in offered):
             return offered
     if noun and slot.kind == "name":
         # the asked type closes its names: only "... County"s answer "which county?", and
         # they are sought through every evidence sentence
-        offered = _offer(slot, ranked, lambda sentence, span, value: new_value(
+        offered = offer(ranked, lambda sentence, span, value: new_value(
             sentence, span, value) and closes_with(value, noun))
         if any(c.origin == "evidence" for c in offered):
             return offered
-    return _offer(slot, [s for s in ranked if words & content_stems(s.text)][:MAX_CANDIDATES],
-                  new_value)
+    sharing = [s for s in ranked if words & content_stems(s.text)]
+    return offer(sharing if rank else sharing[:MAX_CANDIDATES], new_value)
 
 
 def _scripts(text: str) -> set[str]:

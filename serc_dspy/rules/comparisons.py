@@ -20,6 +20,14 @@ from serc_dspy.rules.words import STOP, stem, words_of
 COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
 """The words that make a question naming two options ("A or B") a comparison."""
+_ORDERING = re.compile(r"\b(?:most|least|best|worst|[a-z]{3,}est|closer|nearer|farther|further|"
+                       r"[a-z]{3,}er\s+than)\b", re.IGNORECASE)
+"""Words that rank two options on a scale ("largest", "closer", "bigger than"): such a question
+is no question of which option a statement is true of (`either_question`)."""
+_NOT_ORDERING = frozenset({"interest", "west", "forest", "honest", "request", "contest", "guest",
+                           "protest", "latest", "earliest"})
+EITHER_WORDS = 6
+"""Words at most in each option of "Which ..., A or B?" (`either_question`)."""
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
 _LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
                     r"\b", re.IGNORECASE)
@@ -47,6 +55,14 @@ register(
          "\"more\" of something; counted, not read)",
          english_only=True, found_on="no tuning item: none of the 4 tuning comparisons "
          "compares amounts"),
+    Rule("choose.either", "a which/who/what question that ends on two named options and "
+         "compares nothing (\"Which director is American, A or B?\") is a comparison whose "
+         "options are the two names; no date or amount decides it, so the chooser picks one "
+         "of the two in both orders, and the other option chosen in both replaces the "
+         "answer (`choose.own_stated` does not hold it: the evidence states both names)",
+         "such questions were typed by their head word, and their options were the "
+         "evidence's other names: the right option was often no option at all",
+         english_only=True, found_on="HaluEval extra tuning items 27, 28"),
 )
 
 
@@ -72,6 +88,23 @@ def comparison_options(question: str) -> list[str]:
     if options[1].lower() in ("not", "no", "neither"):  # "... both in X, or not?": yes/no
         return []
     return options if all(options) and options[0].lower() != options[1].lower() else []
+
+
+def either_question(question: str) -> bool:
+    """Whether a which/who/what question ends on two named options of which a statement holds
+    ("Which documentary is about Finnish rock groups, A or B?", "Which director is American, A
+    or B?"), with no word that compares or ranks them: the evidence says which option it is
+    true of, a reading the chooser can do (`choose.either`), unlike a ranking by dates or sizes
+    (`choose.compare`)."""
+    text = " ".join(question.split())
+    if not re.match(r"(?:which|who|whom|what)\b", text, re.IGNORECASE) or \
+            COMPARISON.search(text):
+        return False
+    if any(m.group(0).lower() not in _NOT_ORDERING for m in _ORDERING.finditer(text)):
+        return False
+    options = comparison_options(text)
+    return len(options) == 2 and all(
+        "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
 
 
 def mentions(text: str, option: str) -> bool:

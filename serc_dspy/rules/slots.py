@@ -366,15 +366,16 @@ def collect_candidates(slot: Slot, fact: str, evidence: list[EvidenceSentence],
 
 def _offer(slot: Slot, sentences: list[EvidenceSentence],
            fits: Callable[[EvidenceSentence, Span, str], bool],
-           options: list[Candidate] | None = None, subject: str = "") -> list[Candidate]:
+           options: list[Candidate] | None = None, subject: str = "",
+           cap: int = MAX_CANDIDATES) -> list[Candidate]:
     """The slot's options: its own value (unless `options` already start the list), then the
     values of its kind in `sentences`, in that order, each once by its normal form and only
-    where `fits`, with the words that lead up to each, up to the cap; then "not stated"."""
+    where `fits`, with the words that lead up to each, up to the `cap`; then "not stated"."""
     options = options or [Candidate(value=slot.text, origin="fact")]
     seen = {normal_form(slot.kind, c.value) for c in options}
     for sentence in sentences:
         for span in spans(sentence.text, subject):
-            if len(options) >= MAX_CANDIDATES - 1:
+            if len(options) >= cap - 1:
                 break
             if not compatible(slot.kind, span.kind):
                 continue

@@ -33,7 +33,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
          "choose.date_year", "choose.frame_first", "choose.year_bound",
-         "choose.place_for_place"}
+         "choose.place_for_place", "choose.asked_rank", "choose.either"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -763,8 +763,8 @@ def test_a_quoted_short_answer_is_offered_the_titles_the_evidence_quotes():
     bare, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, "Desperate Housewives", "HBO")
     assert not bare.trace.ruled("choose.quoted_title")
     assert "Sex and the City" not in _offered(engine)
-    off, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, draft, "HBO",
-                          **{"choose.quoted_title": False})
+    off, engine = _answer(SHOW_CORPUS, SHOW_QUESTION, draft, "HBO",  # the options as before
+                          **{"choose.quoted_title": False, "choose.asked_rank": False})
     assert not off.trace.ruled("choose.quoted_title")
     assert "Sex and the City" not in _offered(engine) and "HBO" in _offered(engine)
 
@@ -951,3 +951,47 @@ def test_a_place_is_not_swapped_for_a_name_that_is_no_place():
     fixed = run("Cleveland")
     assert "on Cleveland radio" in fixed.answer
     assert not fixed.trace.ruled("choose.place_for_place")
+
+
+TEAM_CORPUS = LocalCorpus.from_texts({
+    "a.txt": "In 1990 the school team of the county played with Tom Reed, Joe Park, Sam Lord, "
+             "Lee Grant, Bob Hale and Kim West. Kim West, famous chess champion of Ohio.",
+})
+TEAM_QUESTION = "Which famous chess champion of Ohio played in the school team of the county?"
+
+
+def test_a_short_answers_options_are_ranked_by_the_question_words_around_them():
+    # the case that motivated it: HaluEval extra tuning item 20, whose answer was the fifth
+    # name of a list and no option, while the question described it in the next sentence
+    fixed, engine = _answer(TEAM_CORPUS, TEAM_QUESTION, "Ann Bell", "Kim West")
+    assert fixed.answer == "Kim West" and fixed.trace.ruled("choose.asked_rank", "f0.0")
+    assert _offered(engine)[:2] == ["Ann Bell", "Kim West"] and len(_offered(engine)) == 6
+    off, engine = _answer(TEAM_CORPUS, TEAM_QUESTION, "Ann Bell", "Tom Reed",
+                          **{"choose.asked_rank": False})
+    assert not off.trace.ruled("choose.asked_rank") and "Kim West" not in _offered(engine)
+
+
+DIRECTOR_CORPUS = LocalCorpus.from_texts({
+    "a.txt": "Mark Lester is an American film director. Ken Loach is an English film director.",
+})
+DIRECTOR_QUESTION = "Which director is American, Mark Lester or Ken Loach?"
+
+
+def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_options():
+    # the case that motivated it: HaluEval extra tuning items 27 and 28, typed by their head
+    # word and offered the evidence's other names
+    from serc_dspy.rules.comparisons import either_question
+
+    assert either_question(DIRECTOR_QUESTION)
+    assert not either_question("Which airport is closer to Cleveland, Ohio, A Airport or B?")
+    assert not either_question("Which band has more members, Saint Motel or Curve?")
+    fixed, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester")
+    assert fixed.answer == "Mark Lester" and fixed.trace.ruled("choose.either", "f0.0")
+    assert _offered(engine) == ["Ken Loach", "Mark Lester", "not stated"]
+    kept, _ = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Mark Lester", "Mark Lester")
+    assert kept.answer == "Mark Lester" and kept.trace.facts[0].slots[0].ruling == "supported"
+    off, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester",
+                          **{"choose.either": False})
+    assert off.answer == "Ken Loach" and not off.trace.ruled("choose.either")
+    assert not engine.of("ChooseValue")
+

@@ -16,7 +16,7 @@ from serc_dspy.rules.answers import (
     typed_ruling,
 )
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
-from serc_dspy.rules.comparisons import compare_slot
+from serc_dspy.rules.comparisons import compare_slot, either_question
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
 from serc_dspy.rules.yesno import both_slot
@@ -61,6 +61,12 @@ class ShortAnswers:
             shown_sentences = focus(evidence, question, limit=MAX_SENTENCES)
             for slot in slots:
                 candidates = answer_candidates(question, slot, evidence, run.on, sentence)
+                if run.on("choose.asked_rank") and (ahead := _ranked_in(
+                        candidates, answer_candidates(question, slot, evidence, _unranked(
+                            run.on), sentence))):
+                    run.rule("choose.asked_rank", fact.id, before=slot.text, detail="the "
+                             "question's words stand around " + ", ".join(map(repr, ahead)) +
+                             ": offered ahead of values the passages' order put first")
                 typed = typed_ruling(question, candidates, run.on)
                 if typed:
                     run.rule(typed[0], fact.id, before=slot.text, detail=typed[1])
@@ -76,7 +82,12 @@ class ShortAnswers:
                     if decided is not None:
                         run.rule(decided[0], fact.id, before=slot.text, after=decided[1],
                                  detail=slot.note)
-                    continue
+                    if decided is not None or not (run.on("choose.either") and
+                                                   either_question(question)):
+                        continue
+                    slot.ruling, slot.note = "unverified", ""  # the chooser picks the option
+                    run.rule("choose.either", fact.id, before=slot.text, detail="the question "
+                             "asks which of its two options a statement holds for: chosen")
                 listed = {(s.passage, s.offset) for s in shown_sentences}
                 extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
                     c.passage == s.passage and s.offset <= (c.offset or 0) <
@@ -112,3 +123,14 @@ class ShortAnswers:
                 run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=detail)
                 return True
         return False
+
+
+def _unranked(on):
+    """The rule switches with `choose.asked_rank` off: the options the passages' order gives."""
+    return lambda rule: rule != "choose.asked_rank" and on(rule)
+
+
+def _ranked_in(ranked: list[Candidate], unranked: list[Candidate]) -> list[str]:
+    """The values `choose.asked_rank` offered that the passages' order left out."""
+    before = {c.value for c in unranked}
+    return [c.value for c in ranked if c.origin == "evidence" and c.value not in before]
