@@ -221,7 +221,7 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     return []
 
 
-_FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|been)\b")
+_FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|been|[a-z]{3,}ed)\b")
 """A verb that makes a short draft a clause around its value, not the value itself."""
 _TITLE_LINKS = frozenset("a an and at by for from in of on or the to with".split())
 

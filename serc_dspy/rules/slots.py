@@ -132,8 +132,10 @@ ROLE_WORDS = 3
 _LOWER_WORD = re.compile(r" ([a-z][a-z-]+)\b")
 KIND_ORDER = ("date", "year", "number", "name", "role")
 _SENTENCE_STARTERS = frozenset("""born died founded located based released published married
-formed created established written directed produced raised educated elected appointed""".split())
-"""Participles that open a sentence capitalised ("Born 1868."): never a name."""
+formed created established written directed produced raised educated elected appointed
+around approximately nearly almost roughly less fewer circa""".split())
+"""Participles and hedges of an amount that open a sentence capitalised ("Born 1868.", "Around
+100,000 inhabitants"): never a name."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`rules.answers`: which drafts are answers, and the options a short answer is offered."""
 
 from serc_dspy.core.trace import Slot
-from serc_dspy.rules.answers import answer_candidates, answer_sentence
+from serc_dspy.rules.answers import answer_candidates, answer_sentence, answer_slots
 from serc_dspy.rules.slots import EvidenceSentence
 
 QUESTION = "Which 1999 Doubles runner-up was born in Russia on 7 June 1981?"
@@ -53,3 +53,23 @@ def test_a_draft_restating_every_name_of_the_question_has_its_slot_where_the_wh_
     assert slot.text == "Green Hornet"  # not the actor the question names as its subject
     (slot,) = answer_slots("Who played Kato in the series?", "Bruce Lee played Kato.")
     assert slot.text == "Bruce Lee"  # a name the question does not name is the answer
+
+
+def test_a_short_clause_is_no_one_value_and_a_leading_article_stays_out_of_the_slot():
+    # HaluEval extra tuning items 57 and 75: "Both Hospitals are located in Georgetown" was
+    # one slot, and "The Babylonians" swapped for "Sumerians" lost the article the gold keeps
+    where = "What city are the two hospitals located in?"
+    assert [s.text for s in answer_slots(where, "Both Hospitals are located in Georgetown.")] \
+        == ["Georgetown"]
+    assert answer_slots("What did Ray and Kazan share?", "Both have directed films.") == []
+    slot = answer_slots("Who invented the script?", "The Babylonians")[0]
+    assert (slot.text, slot.start) == ("Babylonians", 4)
+
+
+def test_a_hedge_opening_a_sentence_is_no_name():
+    # HaluEval extra tuning items 122, 153: "Around" and "Less" were the drafts' name slots
+    from serc_dspy.rules.slots import spans
+
+    assert [(s.kind, s.text) for s in spans("Around 100,000 inhabitants in Leeuwarden.")] == \
+        [("number", "100,000"), ("name", "Leeuwarden")]
+    assert [s.kind for s in spans("Less than 7,000 people.")] == ["number"]
