@@ -297,8 +297,15 @@ def full_name(sentence: str, span: Span) -> bool:
     name, an initial or an honorific ("Badr Hari", not "Hari", "American" nor "Power
     Rangers"), not a title the sentence quotes ("The Weekly Standard"), not a place."""
     words = span.text.split()
-    return len(words) > 1 and opens_person_name(words[0]) and \
+    return len(words) > 1 and (opens_person_name(words[0]) or bool(
+        _LIFE_DATES.match(sentence, span.start + len(span.text)))) and \
         not quoted(sentence, span) and not is_asked_place(span.text, "")
+
+
+_LIFE_DATES = re.compile(r"\s*\((?:[^()]*;\s*)?(?:born\b|b\.\s|\d{1,2} [A-Z][a-z]+ \d{4}|"
+                         r"[A-Z][a-z]+ \d{1,2}, \d{4}|\d{4}\s*[-–])")
+"""A person's life dates right after a name, as a biography opens ("Zooey Deschanel (born
+January 17, 1980)"): the name is a person's whatever its given name."""
 
 
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],

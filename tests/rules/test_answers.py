@@ -73,3 +73,16 @@ def test_a_hedge_opening_a_sentence_is_no_name():
     assert [(s.kind, s.text) for s in spans("Around 100,000 inhabitants in Leeuwarden.")] == \
         [("number", "100,000"), ("name", "Leeuwarden")]
     assert [s.kind for s in spans("Less than 7,000 people.")] == ["number"]
+
+
+def test_a_name_followed_by_life_dates_is_a_persons_whatever_its_given_name():
+    # HaluEval extra tuning items: "Zooey" and "Emrich" are in no given-name list
+    from serc_dspy.rules.answers import full_name
+    from serc_dspy.rules.slots import Span
+
+    lead = "Zooey Deschanel (born January 17, 1980) is an American actress."
+    assert full_name(lead, Span("name", "Zooey Deschanel", 0))
+    dates = "Emrich Lichtenfeld (Hebrew: אימריך; 26 May 1910 – 9 January 1998) was a fighter."
+    assert full_name(dates, Span("name", "Emrich Lichtenfeld", 0))
+    assert not full_name("Zooey Deschanel starred in it.", Span("name", "Zooey Deschanel", 0))
+    assert not full_name("Power Rangers (1993) aired.", Span("name", "Power Rangers", 0))
