@@ -317,7 +317,11 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     options = [Candidate(value=slot.text, origin="fact")]
     seen = {normal_form(slot.kind, slot.text)}
     if question_kind(question) == "comparison" and comparison_options(question):
-        for value in comparison_options(question):
+        for option in comparison_options(question):
+            # "... in Chestnut Hill, Massachusetts Boston College or ...": the option is the
+            # longest end of its words that the evidence names
+            value = next((v for v in _ends(option) if any(v in s.text for s in evidence)),
+                         option)
             key = normal_form(slot.kind, value)
             found = next(((s, s.text.find(value)) for s in evidence if value in s.text),
                          None)
@@ -348,11 +352,19 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
     rank = on("choose.asked_rank")
 
     def offer(sentences: list[EvidenceSentence], fits) -> list[Candidate]:
-        """`_offer`, or (`choose.asked_rank`) every fitting value ranked by the question."""
-        if not rank:
-            return _offer(slot, sentences, fits)
-        return rank_by_question(question, _offer(slot, sentences, fits, cap=RANK_POOL),
-                                evidence, MAX_CANDIDATES - 2)
+        """`_offer`, or (`choose.asked_rank`) every fitting value ranked by the question; a
+        quoted title's value with its article."""
+        offered = rank_by_question(question, _offer(slot, sentences, fits, cap=RANK_POOL),
+                                   evidence, MAX_CANDIDATES - 2) if rank else \
+            _offer(slot, sentences, fits)
+        for c in offered:
+            at = next((s for s in evidence if c.origin == "evidence" and s.passage ==
+                       c.passage and s.offset <= (c.offset or 0) < s.offset + len(s.text)), None)
+            if at is not None and (titled_value := _titled_article(at.text, c.value)) != c.value:
+                c.value, c.offset = titled_value, (c.offset or 0) - len(titled_value) + \
+                    len(c.value)
+        return offered
+
     if sentence and on("choose.quoted_title") and \
             quoted(sentence, Span(slot.kind, slot.text, slot.start)):
         offered = quoted_titles(slot, ranked, lambda value: new_value(None, None, value))
@@ -385,6 +397,19 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
             return offered
     sharing = [s for s in ranked if words & content_stems(s.text)]
     return offer(sharing if rank else sharing[:MAX_CANDIDATES], new_value)
+
+
+def _ends(option: str) -> list[str]:
+    """An option and its ends of two words or more, longest first."""
+    words = option.split()
+    return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
+
+
+def _titled_article(sentence: str, value: str) -> str:
+    """A value that a quoted title holds but for its leading article ("The Joshua Tree"),
+    with it; else the value."""
+    found = re.search(rf"[\"“](The|A|An) {re.escape(value)}[\"”]", sentence)
+    return f"{found.group(1)} {value}" if found else value
 
 
 def _scripts(text: str) -> set[str]:

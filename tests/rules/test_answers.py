@@ -86,3 +86,25 @@ def test_a_name_followed_by_life_dates_is_a_persons_whatever_its_given_name():
     assert full_name(dates, Span("name", "Emrich Lichtenfeld", 0))
     assert not full_name("Zooey Deschanel starred in it.", Span("name", "Zooey Deschanel", 0))
     assert not full_name("Power Rangers (1993) aired.", Span("name", "Power Rangers", 0))
+
+
+def test_a_quoted_titles_article_and_an_options_named_end_are_offered():
+    # HaluEval extra tuning items 33 and 45: "Joshua Tree" swapped in lost the title's "The";
+    # "Massachusetts Boston College" stands in no passage, "Boston College" does
+    album = EvidenceSentence(text="It is the second track from their 1987 album \"The Joshua "
+                                  "Tree\" and was released.", passage=0, offset=0)
+    question = "Which album was this song from?"
+    draft = "The song was from U2's Achtung Baby."
+    slot = answer_slots(question, draft)[0]
+    offered = answer_candidates(question, slot, [album], sentence=draft)
+    assert [(c.value, c.offset) for c in offered][1] == ("The Joshua Tree", 46)
+    college = [EvidenceSentence(text="Boston College is a private university in Chestnut "
+                                     "Hill.", passage=0, offset=0),
+               EvidenceSentence(text="Stanford University is in California.", passage=0,
+                                offset=60)]
+    question = "Which university is located in Chestnut Hill, Massachusetts Boston College or " \
+               "Stanford University?"
+    draft = "Stanford University is located in Chestnut Hill."
+    slot = answer_slots(question, draft)[0]
+    assert [c.value for c in answer_candidates(question, slot, college, sentence=draft)] == \
+        ["Stanford University", "Boston College", "not stated"]

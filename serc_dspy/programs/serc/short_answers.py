@@ -94,7 +94,10 @@ class ShortAnswers:
                     s.offset + len(s.text) for c in candidates)]
                 text = "\n".join(s.text for s in sorted(
                     shown_sentences + extra, key=lambda s: (s.passage, s.offset)))
-                claim = f"{question.strip()} Answer: {blank_in(sentence, slot.text)}"
+                # a which-of-two question's draft may say anything around its option ("A is
+                # not about rock groups"): the question itself is the claim
+                claim = f"{question.strip()} Answer: " + (
+                    "___" if either_question(question) else blank_in(sentence, slot.text))
                 await self.choose_value(run, fact, slot, [], text, evidence, "", sentence,
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
