@@ -419,10 +419,13 @@ def _scripts(text: str) -> set[str]:
 
 def off_type(question: str, slot: Slot) -> bool:
     """`choose.off_type`: a person question's answer that is no person's name (of two words or
-    more: a bare surname may still be one), while every rival offered is a full name."""
+    more: a bare surname may still be one; not only capitalised words, which may name a person
+    whose given name no list knows, "Zooey Deschanel"), while every rival offered is a full
+    name ("Mike's Gym in Oostzaan" is none)."""
     words = slot.text.split()
     offered = [c.value for c in slot.candidates if c.origin == "evidence"]
-    return question_kind(question) == "person" and slot.kind == "name" and \
+    plain = all(w[:1].isupper() and w.isalpha() for w in words)
+    return question_kind(question) == "person" and slot.kind == "name" and not plain and \
         len(words) > 1 and not opens_person_name(words[0]) and bool(offered) and \
         all(len(v.split()) > 1 and opens_person_name(v.split()[0]) for v in offered)
 

@@ -673,6 +673,12 @@ def test_a_person_question_answered_by_no_persons_name_yields_to_a_full_name():
     slot = Slot(kind="name", text="Aerts", candidates=[
         Candidate(value="Aerts", origin="fact"), Candidate(value="Badr Hari", origin="evidence")])
     assert not off_type(KICK, slot)
+    # nor a plain run of capitalised words whose given name no list knows (HaluEval extra
+    # tuning item 51: a right "Zooey Deschanel" was replaced)
+    slot = Slot(kind="name", text="Zooey Deschanel", candidates=[
+        Candidate(value="Zooey Deschanel", origin="fact"),
+        Candidate(value="Jane Alexander", origin="evidence")])
+    assert not off_type(KICK, slot)
     # another kind of question: quiet
     assert not off_type("Where does Badr Hari train?", slot.model_copy(update={
         "text": "Mike's Gym in Oostzaan"}))
@@ -985,13 +991,13 @@ def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_
     assert either_question(DIRECTOR_QUESTION)
     assert not either_question("Which airport is closer to Cleveland, Ohio, A Airport or B?")
     assert not either_question("Which band has more members, Saint Motel or Curve?")
-    fixed, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester")
+    on = {"choose.either": True}  # off by default
+    fixed, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester", **on)
     assert fixed.answer == "Mark Lester" and fixed.trace.ruled("choose.either", "f0.0")
     assert _offered(engine) == ["Ken Loach", "Mark Lester", "not stated"]
-    kept, _ = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Mark Lester", "Mark Lester")
+    kept, _ = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Mark Lester", "Mark Lester", **on)
     assert kept.answer == "Mark Lester" and kept.trace.facts[0].slots[0].ruling == "supported"
-    off, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester",
-                          **{"choose.either": False})
+    off, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester")
     assert off.answer == "Ken Loach" and not off.trace.ruled("choose.either")
     assert not engine.of("ChooseValue")
 
