@@ -25,7 +25,8 @@ _ORDERING = re.compile(r"\b(?:most|least|best|worst|[a-z]{3,}est|closer|nearer|f
 """Words that rank two options on a scale ("largest", "closer", "bigger than"): such a question
 is no question of which option a statement is true of (`either_question`)."""
 _NOT_ORDERING = frozenset({"interest", "west", "forest", "honest", "request", "contest", "guest",
-                           "protest", "latest", "earliest"})
+                           "protest"})
+"""Words ending in "est" that rank nothing."""
 EITHER_WORDS = 6
 """Words at most in each option of "Which ..., A or B?" (`either_question`)."""
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)

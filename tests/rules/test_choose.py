@@ -991,6 +991,8 @@ def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_
     assert either_question(DIRECTOR_QUESTION)
     assert not either_question("Which airport is closer to Cleveland, Ohio, A Airport or B?")
     assert not either_question("Which band has more members, Saint Motel or Curve?")
+    assert not either_question("Which film is the latest, Jaws or Alien?")
+    assert either_question("Which forest is in Ohio, Wayne National Forest or Black Forest?")
     on = {"choose.either": True}  # off by default
     fixed, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester", **on)
     assert fixed.answer == "Mark Lester" and fixed.trace.ruled("choose.either", "f0.0")
