@@ -11,7 +11,7 @@ from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.comparisons import COMPARISON, comparison_options, either_question
-from serc_dspy.rules.people import asked_gender, opens_person_name, other_gender
+from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.ranking import rank_by_question
 from serc_dspy.rules.slots import (
@@ -25,7 +25,7 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
-from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles
+from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles, titled_value
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
 QUESTION_KINDS = ("comparison", "yes/no", "date", "number", "place", "person", "other")
@@ -292,22 +292,6 @@ def _restates(question: str, sentence: str) -> bool:
                if s.kind == "name")
 
 
-def full_name(sentence: str, span: Span) -> bool:
-    """Whether a name span can name a person in full: two words or more, opening with a given
-    name, an initial or an honorific ("Badr Hari", not "Hari", "American" nor "Power
-    Rangers"), not a title the sentence quotes ("The Weekly Standard"), not a place."""
-    words = span.text.split()
-    return len(words) > 1 and (opens_person_name(words[0]) or bool(
-        _LIFE_DATES.match(sentence, span.start + len(span.text)))) and \
-        not quoted(sentence, span) and not is_asked_place(span.text, "")
-
-
-_LIFE_DATES = re.compile(r"\s*\((?:[^()]*;\s*)?(?:born\b|b\.\s|\d{1,2} [A-Z][a-z]+ \d{4}|"
-                         r"[A-Z][a-z]+ \d{1,2}, \d{4}|\d{4}\s*[-–])")
-"""A person's life dates right after a name, as a biography opens ("Zooey Deschanel (born
-January 17, 1980)"): the name is a person's whatever its given name."""
-
-
 def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence],
                       on: RuleSwitch = _every_rule, sentence: str = "") -> list[Candidate]:
     """A short answer's options: for a comparison, the two options the question names (each
@@ -360,9 +344,8 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         for c in offered:
             at = next((s for s in evidence if c.origin == "evidence" and s.passage ==
                        c.passage and s.offset <= (c.offset or 0) < s.offset + len(s.text)), None)
-            if at is not None and (titled_value := _titled_article(at.text, c.value)) != c.value:
-                c.value, c.offset = titled_value, (c.offset or 0) - len(titled_value) + \
-                    len(c.value)
+            if at is not None and (titled := titled_value(at.text, c.value)) != c.value:
+                c.value, c.offset = titled, (c.offset or 0) - len(titled) + len(c.value)
         return offered
 
     if sentence and on("choose.quoted_title") and \
@@ -403,13 +386,6 @@ def _ends(option: str) -> list[str]:
     """An option and its ends of two words or more, longest first."""
     words = option.split()
     return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
-
-
-def _titled_article(sentence: str, value: str) -> str:
-    """A value that a quoted title holds but for its leading article ("The Joshua Tree"),
-    with it; else the value."""
-    found = re.search(rf"[\"“](The|A|An) {re.escape(value)}[\"”]", sentence)
-    return f"{found.group(1)} {value}" if found else value
 
 
 def _scripts(text: str) -> set[str]:

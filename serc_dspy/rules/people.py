@@ -9,6 +9,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from serc_dspy.rules.places import is_asked_place
+from serc_dspy.rules.slots import Span
+from serc_dspy.rules.titles import quoted
+
 HONORIFICS = frozenset("sir dame lord lady dr saint st king queen prince princess".split())
 """Words that may open a person's name in place of a given name ("Sir Francis Nethersole")."""
 
@@ -52,3 +56,19 @@ def other_gender(name: str, gender: str | None) -> bool:
         return False
     found = _detector().get_gender(name.split()[0].strip(".,"))
     return found in ("male", "female") and found != gender
+
+
+def full_name(sentence: str, span: Span) -> bool:
+    """Whether a name span can name a person in full: two words or more, opening with a given
+    name, an initial or an honorific ("Badr Hari", not "Hari", "American" nor "Power
+    Rangers"), not a title the sentence quotes ("The Weekly Standard"), not a place."""
+    words = span.text.split()
+    return len(words) > 1 and (opens_person_name(words[0]) or bool(
+        _LIFE_DATES.match(sentence, span.start + len(span.text)))) and \
+        not quoted(sentence, span) and not is_asked_place(span.text, "")
+
+
+_LIFE_DATES = re.compile(r"\s*\((?:[^()]*;\s*)?(?:born\b|b\.\s|\d{1,2} [A-Z][a-z]+ \d{4}|"
+                         r"[A-Z][a-z]+ \d{1,2}, \d{4}|\d{4}\s*[-–])")
+"""A person's life dates right after a name, as a biography opens ("Zooey Deschanel (born
+January 17, 1980)"): the name is a person's whatever its given name."""

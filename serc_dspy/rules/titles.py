@@ -67,3 +67,10 @@ def title_candidates(slot: Slot, sentence: str, fact: str,
     options = quoted_titles(slot, sentences,
                             lambda value: normalise(value, fold=True) not in in_fact)
     return options if any(c.origin == "evidence" for c in options) else None
+
+
+def titled_value(sentence: str, value: str) -> str:
+    """A value that a quoted title holds but for its leading article ("The Joshua Tree"),
+    with it; else the value."""
+    found = re.search(rf"[\"“](The|A|An) {re.escape(value)}[\"”]", sentence)
+    return f"{found.group(1)} {value}" if found else value

@@ -77,7 +77,7 @@ def test_a_hedge_opening_a_sentence_is_no_name():
 
 def test_a_name_followed_by_life_dates_is_a_persons_whatever_its_given_name():
     # HaluEval extra tuning items: "Zooey" and "Emrich" are in no given-name list
-    from serc_dspy.rules.answers import full_name
+    from serc_dspy.rules.people import full_name
     from serc_dspy.rules.slots import Span
 
     lead = "Zooey Deschanel (born January 17, 1980) is an American actress."

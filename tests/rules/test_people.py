@@ -1,7 +1,6 @@
 """`rules.people`: which words can open a person's name."""
 
-from serc_dspy.rules.answers import full_name
-from serc_dspy.rules.people import opens_person_name
+from serc_dspy.rules.people import full_name, opens_person_name
 from serc_dspy.rules.slots import spans
 
 
