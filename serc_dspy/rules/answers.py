@@ -14,6 +14,7 @@ from serc_dspy.rules.comparisons import COMPARISON, comparison_options, either_q
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.ranking import rank_by_question
+from serc_dspy.rules.rivals import sentence_of
 from serc_dspy.rules.slots import (
     _YEAR,
     MAX_CANDIDATES,
@@ -342,8 +343,7 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
                                    evidence, MAX_CANDIDATES - 2) if rank else \
             _offer(slot, sentences, fits)
         for c in offered:
-            at = next((s for s in evidence if c.origin == "evidence" and s.passage ==
-                       c.passage and s.offset <= (c.offset or 0) < s.offset + len(s.text)), None)
+            at = sentence_of(c, evidence) if c.origin == "evidence" else None
             if at is not None and (titled := titled_value(at.text, c.value)) != c.value:
                 c.value, c.offset = titled, (c.offset or 0) - len(titled) + len(c.value)
         return offered
