@@ -87,6 +87,8 @@ class Candidate(BaseModel):
     context: str = ""
     """The passage's words that lead up to the value ("died on 4 July 1934"), shown beside
     it as an option: a 1.5B model matched a bare "1934" to its sentence less often."""
+    read: bool = False
+    """The model's reading of the evidence offered it (`choose.read_answer`), not a pattern."""
 
 
 class Slot(BaseModel):

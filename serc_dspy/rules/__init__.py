@@ -18,6 +18,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     hygiene,
     names,
     quotes,
+    reading,
     rivals,
     slots,
     titles,

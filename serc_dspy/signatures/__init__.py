@@ -25,6 +25,7 @@ from serc_dspy.signatures.verification import (
     JudgeFacts,
     ParametricEvidence,
     QuoteAndJudge,
+    ReadAnswer,
     VerdictLabel,
     VerificationQuery,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "PolishAnswer",
     "QueryEntity",
     "QuoteAndJudge",
+    "ReadAnswer",
     "RewriteSentence",
     "SameEntity",
     "VerdictLabel",

@@ -65,6 +65,7 @@ def handlers(**overrides):
                                                                          "SUPPORTED")},
         "ChooseValue": lambda i: {"choice": "A"},  # position-biased: the orders disagree
         "ChooseSentence": lambda i: {"sentence": 0, "stance": "not stated"},
+        "ReadAnswer": lambda i: {"answer": "not stated"},
         "CorrectFacts": correct,
         "RewriteSentence": lambda i: {"sentence": " ".join(i["facts"])},
         "PolishAnswer": lambda i: {"answer": i["draft"]},

@@ -33,7 +33,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
          "choose.date_year", "choose.frame_first", "choose.year_bound",
-         "choose.place_for_place", "choose.asked_rank", "choose.either"}
+         "choose.place_for_place", "choose.asked_rank", "choose.either",
+         "choose.read_answer", "choose.read_vote"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1003,3 +1004,64 @@ def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_
     assert off.answer == "Ken Loach" and not off.trace.ruled("choose.either")
     assert not engine.of("ChooseValue")
 
+
+
+MUSIC_CORPUS = LocalCorpus.from_texts({
+    "a.txt": "Blue Sky was recorded in 1971 by The Hollows of Hessen. The Hollows played "
+             "skiffle blues, a music born in the Mississippi Delta.",
+})
+MUSIC_QUESTION = "What music did the band that recorded Blue Sky play?"
+
+
+def _music(reading, choose, draft="Jazz.", **rules):
+    """A short answer to `MUSIC_QUESTION`, the model reading `reading` as its answer."""
+    turns = iter(choose if isinstance(choose, list) else [choose] * 9)
+    lm, engine = scripted_lm(handlers(ChooseValue=lambda inputs: pick(next(turns))(inputs),
+                                      ReadAnswer=lambda inputs: {"answer": reading}))
+    program = SERC(retriever=MUSIC_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=MUSIC_QUESTION, draft=draft), engine
+
+
+def test_a_short_answers_options_hold_the_words_the_model_reads_as_its_answer():
+    # the case that motivated it: HaluEval extra tuning items 26, 48 and 57, whose right
+    # value was no pattern's option (a lower-case kind of thing; a city with its state)
+    fixed, engine = _music("Skiffle Blues.", "skiffle blues", **{"choose.read_answer": True})
+    assert fixed.trace.ruled("choose.read_answer", "f0.0")
+    # offered in the passage's spelling, right after the draft's own value
+    assert _offered(engine)[:2] == ["Jazz", "skiffle blues"]
+    assert fixed.trace.ruled("choose.swap", "f0.0") and "skiffle blues" in fixed.answer
+    assert [c["inputs"]["question"] for c in engine.of("ReadAnswer")] == [MUSIC_QUESTION]
+    # off (the default): no reading is asked, and the patterns' options stand alone
+    off, engine = _music("Skiffle Blues.", "skiffle blues")
+    assert not off.trace.ruled("choose.read_answer") and not engine.of("ReadAnswer")
+    assert "skiffle blues" not in _offered(engine) and off.answer == "Jazz."
+
+
+def test_a_reading_the_evidence_does_not_hold_adds_no_option():
+    # a reading from the model's memory, not from the passages, is never an option
+    kept, engine = _music("bebop", "bebop", **{"choose.read_answer": True})
+    ruling = next(r for r in kept.trace.rulings if r.rule == "choose.read_answer")
+    assert "not found in the evidence" in ruling.detail
+    assert "bebop" not in _offered(engine) and kept.answer == "Jazz."
+
+
+def test_a_short_answer_the_evidence_states_is_not_read_again():
+    # a right answer (its value stands in a passage) costs no reading call
+    right, engine = _music("skiffle blues", "skiffle blues", draft="Skiffle blues.",
+                           **{"choose.read_answer": True})
+    assert not engine.of("ReadAnswer") and not right.trace.ruled("choose.read_answer")
+
+
+def test_two_orders_that_disagree_take_the_value_the_model_read_as_the_answer():
+    both = {"choose.read_answer": True, "choose.read_vote": True}
+    split = ["skiffle blues", "The Hollows"]  # the first order, then the second
+    fixed, _ = _music("skiffle blues", split, **both)
+    assert fixed.trace.ruled("choose.read_vote", "f0.0") and "skiffle blues" in fixed.answer
+    # off: the orders' disagreement leaves the answer unverified, in its own words
+    off, _ = _music("skiffle blues", split, **{"choose.read_answer": True})
+    assert not off.trace.ruled("choose.read_vote") and off.answer == "Jazz."
+    # neither order chose the reading: no vote
+    other, _ = _music("skiffle blues", ["Hessen", "The Hollows"], **both)
+    assert not other.trace.ruled("choose.read_vote") and other.answer == "Jazz."

@@ -56,7 +56,7 @@ from serc_dspy.rules.slots import (
 from serc_dspy.rules.titles import title_candidates
 from serc_dspy.rules.words import content_stems
 from serc_dspy.runtime.steps import Run, StepSpec
-from serc_dspy.signatures import ChooseSentence, ChooseValue
+from serc_dspy.signatures import ChooseSentence, ChooseValue, ReadAnswer
 
 
 class SlotChooser(ShortAnswers, Stage):
@@ -67,12 +67,14 @@ class SlotChooser(ShortAnswers, Stage):
     steps: ClassVar[dict[str, StepSpec]] = {
         "value_chooser": StepSpec("verify", "choice"),
         "sentence_chooser": StepSpec("verify", "sentence_choice"),
+        "answer_reader": StepSpec("verify", "reading"),
     }
 
     def __init__(self, settings: Settings | None = None, **options: Any):
         super().__init__(settings, **options)
         self.value_chooser = dspy.Predict(ChooseValue)
         self.sentence_chooser = dspy.Predict(ChooseSentence)
+        self.answer_reader = dspy.Predict(ReadAnswer)
 
     def forward(self, subject: str, claim: str, passages: list[Passage | str]
                 ) -> dspy.Prediction:
@@ -172,7 +174,9 @@ class SlotChooser(ShortAnswers, Stage):
             asked[key] = await self.ask(run, fact, slot, text, claim)
         slot.choices, slot.confidence = list(asked[key][0]), pooled(asked[key][1])
         first, second = slot.choices
-        if short and first != second and run.on("choose.pooled") and \
+        if short and first != second and (read := self.read_vote(run, fact, slot)):
+            first = second = read
+        elif short and first != second and run.on("choose.pooled") and \
                 (leader := pooled_leader(slot.confidence)) is not None:
             run.rule("choose.pooled", fact.id, before=slot.text, after=leader,
                      detail=f"the two orders chose {slot.choices}: pooled over both, "

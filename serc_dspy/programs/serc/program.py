@@ -50,6 +50,7 @@ STAGES: dict[str, str] = {
     "fact_extractor": "checks", "query_writer": "checks", "evidence_writer": "checks",
     "recaller": "checks", "verifier": "checks", "single_verifier": "checks",
     "fact_checker": "checks", "value_chooser": "choice", "sentence_chooser": "choice",
+    "answer_reader": "choice",
     "corrector": "correction", "rewriter": "reconstruction",
     "polisher": "reconstruction",
 }

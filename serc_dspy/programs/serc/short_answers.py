@@ -18,7 +18,8 @@ from serc_dspy.rules.answers import (
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.comparisons import compare_slot, either_question
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
-from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus
+from serc_dspy.rules.reading import offer_reading
+from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
 from serc_dspy.rules.yesno import both_slot
 from serc_dspy.runtime.steps import Run
 
@@ -75,6 +76,9 @@ class ShortAnswers:
                     run.rule("choose.asked_gender", fact.id, before=slot.text,
                              detail=f"the question asks for a {GENDER_NOUN[gender]}: names "
                                     "given only to the other gender were not offered")
+                if question_kind(question) not in ("comparison", "yes/no") and \
+                        run.on("choose.read_answer") and not stated(slot, evidence):
+                    candidates = await self.read_answer(run, fact, slot, candidates, evidence)
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     decided = compare_slot(question, slot, evidence,
@@ -102,6 +106,36 @@ class ShortAnswers:
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
+
+    async def read_answer(self, run: Run, fact: Fact, slot: Slot, options: list[Candidate],
+                          evidence: list[EvidenceSentence]) -> list[Candidate]:
+        """`choose.read_answer`: the words of the evidence the model reads as the answer,
+        offered among the options where a passage holds them (`rules.reading`). The reading
+        is asked over the sentences that share most words with the question, as the
+        chooser's evidence is."""
+        question = run.trace.question
+        text = "\n".join(s.text for s in focus(evidence, question, limit=MAX_SENTENCES))
+        reply = await run.attempt("detect", f"reading for {fact.id} failed", lambda: run.call(
+            "answer_reader", question=question, evidence=text), None)
+        if reply is None:
+            return options
+        read = " ".join(str(getattr(reply, "answer", "") or "").split())
+        offered, outcome = offer_reading(slot, options, read, evidence)
+        run.rule("choose.read_answer", fact.id, before=slot.text, after=read or None,
+                 detail=f"the evidence read for the question: {read!r}, {outcome}")
+        return offered
+
+    @staticmethod
+    def read_vote(run: Run, fact: Fact, slot: Slot) -> str | None:
+        """`choose.read_vote`: of two orders' different choices, the one the model also read
+        as the answer (None: neither was, or the rule is off)."""
+        read = next((c.value for c in slot.candidates if c.read), None)
+        if read is None or read not in slot.choices[:2] or not run.on("choose.read_vote"):
+            return None
+        run.rule("choose.read_vote", fact.id, before=slot.text, after=read,
+                 detail=f"the two orders chose {slot.choices}: {read!r} is also what the "
+                        "evidence was read to answer")
+        return read
 
     @staticmethod
     def overrules(run: Run, fact: Fact, slot: Slot, evidence: list[EvidenceSentence],
