@@ -67,8 +67,9 @@ def reading_span(reply: str, evidence: list[EvidenceSentence]
 
 def offer_reading(slot: Slot, options: list[Candidate], reply: str,
                   evidence: list[EvidenceSentence]) -> tuple[list[Candidate], str]:
-    """The options with the reading offered second (after the draft's own value), and what
-    became of it: "offered", "the draft's own value", "already offered", or why it was not."""
+    """The options with the reading offered second (after the draft's own value), or marked
+    read where a pattern offered it already, and what became of it: "offered", "the draft's
+    own value", "already offered", or why it was not."""
     found = reading_span(reply, evidence)
     if found is None:
         return options, "not found in the evidence" if str(reply or "").strip() and \
@@ -78,8 +79,10 @@ def offer_reading(slot: Slot, options: list[Candidate], reply: str,
     keys = [normal_form(slot.kind, c.value) or c.value.lower() for c in options]
     if options and options[0].origin == "fact" and key == keys[0]:
         return options, "the draft's own value"
-    if key in keys:
-        return options, "already offered"
+    if key in keys:  # the patterns offered it too: now the reading's as well
+        at_option = keys.index(key)
+        return [c.model_copy(update={"read": True}) if i == at_option else c
+                for i, c in enumerate(options)], "already offered"
     lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:at])
     read = Candidate(value=value, passage=sentence.passage, offset=sentence.offset + at,
                      context=(lead.group(0) if lead else "") + value, read=True)

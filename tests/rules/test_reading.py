@@ -46,7 +46,9 @@ def test_a_reading_is_offered_second_and_the_cap_drops_the_last_pattern_value():
 def test_a_reading_already_offered_or_the_drafts_own_adds_nothing():
     slot = Slot(kind="name", text="Michigan")
     before = _options("Roseau")
-    assert offer_reading(slot, before, "roseau", EVIDENCE) == (before, "already offered")
+    again, outcome = offer_reading(slot, before, "roseau", EVIDENCE)
+    assert outcome == "already offered" and [c.value for c in again] == [c.value for c in before]
+    assert [c.read for c in again] == [False, True, False] and not before[1].read
     evidence = [*EVIDENCE, EvidenceSentence(text="Michigan is a state.", passage=1, offset=0)]
     assert offer_reading(slot, before, "Michigan", evidence)[1] == "the draft's own value"
     assert offer_reading(slot, before, "Detroit", EVIDENCE) == (before,
