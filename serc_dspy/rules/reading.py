@@ -34,7 +34,7 @@ register(
          "answer was no option for 26 of them (a party asked for, a person offered; a city "
          "and its state as two values), while the chooser picked the right value in both "
          "orders for 19 of the 25 where it was one",
-         thresholds={"read_words": READ_WORDS}, default=False,
+         thresholds={"read_words": READ_WORDS},
          found_on="HaluEval extra tuning items 26, 48, 57"),
     Rule("choose.read_vote", "a short answer whose two option orders chose different values, "
          "one of them the value the model read as the answer (`choose.read_answer`), takes "
@@ -42,7 +42,7 @@ register(
          "guard still applies",
          "the third reading is already paid for by `choose.read_answer`: a disagreement "
          "it settles needs no third order",
-         default=False, found_on="HaluEval extra tuning items"),
+         found_on="HaluEval extra tuning items 13, 26, 33"),
 )
 
 _EDGES = re.compile(r"^[\s\"'“”‘’(\[]+|[\s\"'“”‘’)\].,;:!?]+$")
@@ -65,22 +65,37 @@ def reading_span(reply: str, evidence: list[EvidenceSentence]
     return None
 
 
+def without_draft_tail(value: str, following: str) -> str:
+    """A reading without the trailing parts the draft repeats after its slot: "Roseau,
+    Minnesota, USA" for "Michigan" in "... based in Michigan, USA." is "Roseau, Minnesota"."""
+    parts = value.split(", ")
+    for cut in range(1, len(parts)):
+        if following.lower().startswith(", " + ", ".join(parts[cut:]).lower()):
+            return ", ".join(parts[:cut])
+    return value
+
+
 def offer_reading(slot: Slot, options: list[Candidate], reply: str,
-                  evidence: list[EvidenceSentence]) -> tuple[list[Candidate], str]:
+                  evidence: list[EvidenceSentence], following: str = ""
+                  ) -> tuple[list[Candidate], str]:
     """The options with the reading offered second (after the draft's own value), or marked
     read where a pattern offered it already, and what became of it: "offered", "the draft's
-    own value", "already offered", or why it was not."""
+    own value", "already offered", or why it was not. `following`: the draft's words after
+    the slot, whose repeated parts the value leaves out (`without_draft_tail`)."""
     found = reading_span(reply, evidence)
     if found is None:
         return options, "not found in the evidence" if str(reply or "").strip() and \
             str(reply).strip().lower().rstrip(".") != NOT_STATED else "not stated"
     sentence, at, value = found
+    value = without_draft_tail(value, following)
     key = normal_form(slot.kind, value) or value.lower()
     keys = [normal_form(slot.kind, c.value) or c.value.lower() for c in options]
     if options and options[0].origin == "fact" and key == keys[0]:
         return options, "the draft's own value"
-    if key in keys:  # the patterns offered it too: now the reading's as well
-        at_option = keys.index(key)
+    same = [i for i, c in enumerate(options) if c.origin == "evidence" and
+            _same_name(c.value, value)]
+    if key in keys or same:  # the patterns offered it too: now the reading's as well
+        at_option = keys.index(key) if key in keys else same[0]
         return [c.model_copy(update={"read": True}) if i == at_option else c
                 for i, c in enumerate(options)], "already offered"
     lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:at])
@@ -91,3 +106,10 @@ def offer_reading(slot: Slot, options: list[Candidate], reply: str,
     tail = [c for c in options if c.origin not in ("fact", "evidence")]
     room = MAX_CANDIDATES - len(head) - len(tail) - 1
     return head + [read] + found_values[:max(room, 0)] + tail, "offered"
+
+
+def _same_name(offered: str, read: str) -> bool:
+    """A reading that is an offered name with middle names added ("Robert Michael Sheehan"
+    for "Robert Sheehan"): the same person, whom the offered, shorter form names."""
+    short, full = offered.split(), read.split()
+    return 2 <= len(short) < len(full) and short[0] == full[0] and short[-1] == full[-1]

@@ -1027,21 +1027,21 @@ def _music(reading, choose, draft="Jazz.", **rules):
 def test_a_short_answers_options_hold_the_words_the_model_reads_as_its_answer():
     # the case that motivated it: HaluEval extra tuning items 26, 48 and 57, whose right
     # value was no pattern's option (a lower-case kind of thing; a city with its state)
-    fixed, engine = _music("Skiffle Blues.", "skiffle blues", **{"choose.read_answer": True})
+    fixed, engine = _music("Skiffle Blues.", "skiffle blues")
     assert fixed.trace.ruled("choose.read_answer", "f0.0")
     # offered in the passage's spelling, right after the draft's own value
     assert _offered(engine)[:2] == ["Jazz", "skiffle blues"]
     assert fixed.trace.ruled("choose.swap", "f0.0") and "skiffle blues" in fixed.answer
     assert [c["inputs"]["question"] for c in engine.of("ReadAnswer")] == [MUSIC_QUESTION]
-    # off (the default): no reading is asked, and the patterns' options stand alone
-    off, engine = _music("Skiffle Blues.", "skiffle blues")
+    # off: no reading is asked, and the patterns' options stand alone
+    off, engine = _music("Skiffle Blues.", "skiffle blues", **{"choose.read_answer": False})
     assert not off.trace.ruled("choose.read_answer") and not engine.of("ReadAnswer")
     assert "skiffle blues" not in _offered(engine) and off.answer == "Jazz."
 
 
 def test_a_reading_the_evidence_does_not_hold_adds_no_option():
     # a reading from the model's memory, not from the passages, is never an option
-    kept, engine = _music("bebop", "bebop", **{"choose.read_answer": True})
+    kept, engine = _music("bebop", "bebop")
     ruling = next(r for r in kept.trace.rulings if r.rule == "choose.read_answer")
     assert "not found in the evidence" in ruling.detail
     assert "bebop" not in _offered(engine) and kept.answer == "Jazz."
@@ -1049,19 +1049,17 @@ def test_a_reading_the_evidence_does_not_hold_adds_no_option():
 
 def test_a_short_answer_the_evidence_states_is_not_read_again():
     # a right answer (its value stands in a passage) costs no reading call
-    right, engine = _music("skiffle blues", "skiffle blues", draft="Skiffle blues.",
-                           **{"choose.read_answer": True})
+    right, engine = _music("skiffle blues", "skiffle blues", draft="Skiffle blues.")
     assert not engine.of("ReadAnswer") and not right.trace.ruled("choose.read_answer")
 
 
 def test_two_orders_that_disagree_take_the_value_the_model_read_as_the_answer():
-    both = {"choose.read_answer": True, "choose.read_vote": True}
     split = ["skiffle blues", "The Hollows"]  # the first order, then the second
-    fixed, _ = _music("skiffle blues", split, **both)
+    fixed, _ = _music("skiffle blues", split)
     assert fixed.trace.ruled("choose.read_vote", "f0.0") and "skiffle blues" in fixed.answer
     # off: the orders' disagreement leaves the answer unverified, in its own words
-    off, _ = _music("skiffle blues", split, **{"choose.read_answer": True})
+    off, _ = _music("skiffle blues", split, **{"choose.read_vote": False})
     assert not off.trace.ruled("choose.read_vote") and off.answer == "Jazz."
     # neither order chose the reading: no vote
-    other, _ = _music("skiffle blues", ["Hessen", "The Hollows"], **both)
+    other, _ = _music("skiffle blues", ["Hessen", "The Hollows"])
     assert not other.trace.ruled("choose.read_vote") and other.answer == "Jazz."

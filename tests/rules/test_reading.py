@@ -1,7 +1,7 @@
 """`rules.reading`: a reading of the evidence found in it and offered among the options."""
 
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.reading import offer_reading, reading_span
+from serc_dspy.rules.reading import offer_reading, reading_span, without_draft_tail
 from serc_dspy.rules.slots import EvidenceSentence
 
 EVIDENCE = [
@@ -54,3 +54,29 @@ def test_a_reading_already_offered_or_the_drafts_own_adds_nothing():
     assert offer_reading(slot, before, "Detroit", EVIDENCE) == (before,
                                                                 "not found in the evidence")
     assert offer_reading(slot, before, "Not stated.", EVIDENCE) == (before, "not stated")
+
+
+def test_a_readings_parts_the_draft_repeats_after_the_slot_are_left_out():
+    # HaluEval extra tuning item 26: "Polaris is based in Michigan, USA." read "Roseau,
+    # Minnesota, USA", which swapped in whole wrote "USA, USA"
+    slot = Slot(kind="name", text="Michigan")
+    options, _ = offer_reading(slot, _options("Roseau"), "Roseau, Minnesota, USA", EVIDENCE,
+                               following=", USA.")
+    assert options[1].value == "Roseau, Minnesota" and options[1].read
+    assert without_draft_tail("Roseau, Minnesota, USA", ", USA.") == "Roseau, Minnesota"
+    assert without_draft_tail("Roseau, Minnesota, USA", " in 2013.") == \
+        "Roseau, Minnesota, USA"
+
+
+def test_a_reading_with_middle_names_marks_the_offered_name_it_lengthens():
+    # HaluEval extra tuning item 35: "Robert Michael Sheehan" was read, "Robert Sheehan"
+    # offered; the longer form, chosen, was no longer the answer's usual name
+    evidence = [EvidenceSentence(text="Robert Michael Sheehan (born 1988) is an actor.",
+                                 passage=0, offset=0)]
+    slot = Slot(kind="name", text="Ben Whishaw")
+    options = [Candidate(value="Ben Whishaw", origin="fact"),
+               Candidate(value="Robert Sheehan", passage=0, offset=0),
+               Candidate(value="not stated", origin="none")]
+    marked, outcome = offer_reading(slot, options, "Robert Michael Sheehan", evidence)
+    assert outcome == "already offered" and [c.value for c in marked] == [
+        "Ben Whishaw", "Robert Sheehan", "not stated"] and marked[1].read

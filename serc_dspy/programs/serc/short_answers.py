@@ -78,7 +78,8 @@ class ShortAnswers:
                                     "given only to the other gender were not offered")
                 if question_kind(question) not in ("comparison", "yes/no") and \
                         run.on("choose.read_answer") and not stated(slot, evidence):
-                    candidates = await self.read_answer(run, fact, slot, candidates, evidence)
+                    candidates = await self.read_answer(run, fact, slot, candidates, evidence,
+                                                        sentence[slot.start + len(slot.text):])
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     decided = compare_slot(question, slot, evidence,
@@ -108,11 +109,12 @@ class ShortAnswers:
             self.decide(run, fact)
 
     async def read_answer(self, run: Run, fact: Fact, slot: Slot, options: list[Candidate],
-                          evidence: list[EvidenceSentence]) -> list[Candidate]:
+                          evidence: list[EvidenceSentence], following: str
+                          ) -> list[Candidate]:
         """`choose.read_answer`: the words of the evidence the model reads as the answer,
         offered among the options where a passage holds them (`rules.reading`). The reading
         is asked over the sentences that share most words with the question, as the
-        chooser's evidence is."""
+        chooser's evidence is; `following`, the draft's words after the slot."""
         question = run.trace.question
         text = "\n".join(s.text for s in focus(evidence, question, limit=MAX_SENTENCES))
         reply = await run.attempt("detect", f"reading for {fact.id} failed", lambda: run.call(
@@ -120,7 +122,7 @@ class ShortAnswers:
         if reply is None:
             return options
         read = " ".join(str(getattr(reply, "answer", "") or "").split())
-        offered, outcome = offer_reading(slot, options, read, evidence)
+        offered, outcome = offer_reading(slot, options, read, evidence, following)
         run.rule("choose.read_answer", fact.id, before=slot.text, after=read or None,
                  detail=f"the evidence read for the question: {read!r}, {outcome}")
         return offered
