@@ -244,7 +244,7 @@ def test_a_choice_check_shows_each_slots_options_choices_and_ruling():
     fact = trace.fact("f0.0")
     fact.slots = [Slot(kind="name", text="Kraków", candidates=[
         Candidate(value="Kraków", origin="fact"),
-        Candidate(value="Warsaw", passage=0, offset=12, context="born in Warsaw"),
+        Candidate(value="Warsaw", passage=0, offset=12, context="born in Warsaw", read=True),
         Candidate(value="not stated", origin="none")],
         choices=["Warsaw", "Warsaw"], ruling="contradicted", chosen="Warsaw",
         confidence={"Kraków": 0.1, "Warsaw": 0.85, "not stated": 0.05}),
@@ -252,7 +252,8 @@ def test_a_choice_check_shows_each_slots_options_choices_and_ruling():
     page = render_trace(trace)
     assert 'class="slot ruling-contradicted"' in page
     # each option with its probability, both orders averaged, where the backend gave one
-    assert "Warsaw <small>(passage 1, offset 12; p = 0.85)</small>" in page
+    # the option the model also read as the answer (`choose.read_answer`) says so
+    assert "Warsaw <small>(passage 1, offset 12; read as the answer; p = 0.85)</small>" in page
     assert "Kraków <small>(fact; p = 0.10)</small>" in page
     assert "Warsaw, Warsaw" in page and "contradicted &rarr; Warsaw" in page
     assert "<em>no reply</em>, 1867" in page and "&lt;b&gt;1867&lt;/b&gt;" in page

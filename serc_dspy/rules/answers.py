@@ -118,12 +118,21 @@ museum festival cup trophy party academy institute league tower""".split())
 """Type words that close a name of their type ("Ulster County", "Exeter Book")."""
 
 
+_MODIFIER_LIST = re.compile(r"\b[a-z]+(?:, [a-z]+)+,? (?:and|or) [a-z]+\b")
+"""Single lower-case words listed with commas ("stage, film, and television"): modifiers of
+one head noun, whose commas do not end the type phrase."""
+
+
 def head_noun(question: str) -> str:
     """The type word a "what"/"which" question asks for: the last type word (a person's, a
     place's or a titled kind's) of the words that follow it up to a function word or a
     comma ("What American country music singer-songwriter, born ..." -> "singer-songwriter",
+    "What American stage, film, and television actor ...?" -> "actor",
     "... in which New York county?" -> "county"); "" when none names a type ("Which
     organization presents the award?": "award" is not what is asked)."""
+    # "What American stage, film, and television actor ...": the list is one modifier
+    question = _MODIFIER_LIST.sub(lambda m: re.sub(r",?\s+(?:and\s+|or\s+)?", " ",
+                                                   m.group(0)), question)
     for m in re.finditer(r"\b(?:what|which)\s+([^,;:?.()]*)", question, re.IGNORECASE):
         found = ""
         for word in m.group(1).split()[:HEAD_WORDS]:

@@ -101,9 +101,14 @@ _NAME_LINKS = frozenset("de da van von del di of the la le du".split())
 """Lower-case words that may stand inside a name ("Ludwig van Beethoven")."""
 
 
+_INITIAL = re.compile(r"[A-Z]")
+"""A middle or first initial, whose full stop does not end the name ("John F. Kennedy")."""
+
+
 def _name_runs(text: str):
     """(start, end) of each run of capitalised words (any script with case: "Kraków",
-    "Łódź"), joined by single spaces and at most one linking word ("University of Paris")."""
+    "Łódź"), joined by single spaces, an initial's full stop ("Dwight D. Eisenhower") or at
+    most one linking word ("University of Paris")."""
     tokens = list(_WORD_TOKEN.finditer(text))
     k = 0
     while k < len(tokens):
@@ -111,7 +116,10 @@ def _name_runs(text: str):
             k += 1
             continue
         start, end, j = tokens[k].start(), tokens[k].end(), k + 1
-        while j < len(tokens) and text[end:tokens[j].start()] == " ":
+        while j < len(tokens) and (text[end:tokens[j].start()] == " " or (
+                text[end:tokens[j].start()] == ". " and _INITIAL.fullmatch(tokens[j - 1].group(0))
+                and tokens[j].group(0)[0].isupper() and tokens[j].group(0).lower() not in STOP
+                )):  # "Dwight D. Eisenhower" is one name
             word = tokens[j].group(0)
             if word[0].isupper():
                 end, j = tokens[j].end(), j + 1

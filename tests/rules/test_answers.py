@@ -75,6 +75,15 @@ def test_a_hedge_opening_a_sentence_is_no_name():
     assert [s.kind for s in spans("Less than 7,000 people.")] == ["number"]
 
 
+def test_an_initials_full_stop_does_not_end_a_name():
+    # HaluEval extra tuning item 59: "Dwight D. Eisenhower" was offered as "Dwight D"
+    from serc_dspy.rules.slots import spans
+
+    found = spans("It was used by Dwight D. Eisenhower, then by R. Adams Cowley. He met A. Then "
+                  "Bob came.")
+    assert [s.text for s in found] == ["Dwight D. Eisenhower", "R. Adams Cowley", "Bob"]
+
+
 def test_a_name_followed_by_life_dates_is_a_persons_whatever_its_given_name():
     # HaluEval extra tuning items: "Zooey" and "Emrich" are in no given-name list
     from serc_dspy.rules.people import full_name
@@ -108,3 +117,14 @@ def test_a_quoted_titles_article_and_an_options_named_end_are_offered():
     slot = answer_slots(question, draft)[0]
     assert [c.value for c in answer_candidates(question, slot, college, sentence=draft)] == \
         ["Stanford University", "Boston College", "not stated"]
+
+
+def test_a_list_of_modifiers_does_not_end_the_asked_type_phrase():
+    # HaluEval extra tuning item 46: "What American stage, film, and television actor ...?"
+    # was typed "other", so its sentence answer was decoded as prose
+    from serc_dspy.rules.answers import head_noun, question_kind
+
+    question = "What American stage, film, and television actor played Samson in 1949?"
+    assert head_noun(question) == "actor" and question_kind(question) == "person"
+    assert answer_sentence(question, "Robert De Niro played Samson in the 1949 film.")
+    assert head_noun("What author, born in 1949, wrote for weeklies?") == "author"
