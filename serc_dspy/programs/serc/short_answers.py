@@ -78,8 +78,9 @@ class ShortAnswers:
                                     "given only to the other gender were not offered")
                 if question_kind(question) not in ("comparison", "yes/no") and \
                         run.on("choose.read_answer") and not stated(slot, evidence):
-                    candidates = await self.read_answer(run, fact, slot, candidates, evidence,
-                                                        sentence[slot.start + len(slot.text):])
+                    candidates = await self.read_answer(
+                        run, fact, slot, candidates, evidence, shown_sentences,
+                        sentence[slot.start + len(slot.text):])
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     decided = compare_slot(question, slot, evidence,
@@ -109,16 +110,15 @@ class ShortAnswers:
             self.decide(run, fact)
 
     async def read_answer(self, run: Run, fact: Fact, slot: Slot, options: list[Candidate],
-                          evidence: list[EvidenceSentence], following: str
-                          ) -> list[Candidate]:
+                          evidence: list[EvidenceSentence], shown: list[EvidenceSentence],
+                          following: str) -> list[Candidate]:
         """`choose.read_answer`: the words of the evidence the model reads as the answer,
         offered among the options where a passage holds them (`rules.reading`). The reading
-        is asked over the sentences that share most words with the question, as the
+        is asked over `shown`, the sentences that share most words with the question, as the
         chooser's evidence is; `following`, the draft's words after the slot."""
-        question = run.trace.question
-        text = "\n".join(s.text for s in focus(evidence, question, limit=MAX_SENTENCES))
+        text = "\n".join(s.text for s in shown)
         reply = await run.attempt("detect", f"reading for {fact.id} failed", lambda: run.call(
-            "answer_reader", question=question, evidence=text), None)
+            "answer_reader", question=run.trace.question, evidence=text), None)
         if reply is None:
             return options
         read = " ".join(str(getattr(reply, "answer", "") or "").split())
