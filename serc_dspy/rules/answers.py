@@ -162,7 +162,8 @@ def question_kind(question: str) -> str:
                 r"(?:year|decade))\b", q) or re.search(r"\b(?:in|what|which) (?:year|decade)"
                                                         r"\b[^,]*\?$", q):
         return "date"  # "..., released in what year?" asks for a date too
-    if re.match(r"^(?:how (?:many|much|long|old|far|tall|big|large))\b", q):
+    if re.match(r"^(?:how (?:many|much|long|old|far|tall|big|large))\b", q) or \
+            re.search(r"\bhow many\b[^,]*\?$", q):  # "... which spent how many weeks?"
         return "number"
     if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
                 r"what (?:city|country|state|town|county|place))\b", q) or \

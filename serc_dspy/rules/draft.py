@@ -19,7 +19,21 @@ register(
          "and left the asked value alone", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval tuning items 11, 26, 29"),
-    Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence`) whose value "
+    Rule("draft.read_sentence", "a caller's draft of one short sentence (at most 25 words) "
+         "that `draft.answer_sentence` does not take, to a question that is neither a "
+         "comparison nor a yes/no question, is read against the question's evidence (the "
+         "reading of `choose.read_answer`, one call): where a passage holds the reading and "
+         "the draft has exactly one detail of the reading's kind that the question does not "
+         "name, the draft is checked as a short answer with that detail as its one slot and "
+         "the reading among its options",
+         "one-sentence drafts whose value is a title, a name or a count the question's type "
+         "word does not give away went through the prose path, which checks the details the "
+         "question names and left the answer alone (11 of the unfixed HaluEval extra tuning "
+         "answers 1-60 were such drafts)", english_only=True,
+         thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
+         found_on="HaluEval extra tuning items 42, 49, 64"),
+    Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence` or "
+         "`draft.read_sentence`) whose value "
          "the slot check neither supported nor corrected (the two orders disagree, no rival, "
          "a rival held back) is decoded again as prose (off: it is kept, unverified)",
          "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "

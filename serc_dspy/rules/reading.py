@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
+from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import MAX_CANDIDATES, NOT_STATED, EvidenceSentence, normal_form
+from serc_dspy.rules.slots import (
+    MAX_CANDIDATES,
+    NOT_STATED,
+    EvidenceSentence,
+    _count,
+    normal_form,
+    spans,
+)
 
 READ_WORDS = 8
 """Words at most in a reading that can be offered: a longer reply is a sentence, not a value."""
@@ -113,3 +122,32 @@ def _same_name(offered: str, read: str) -> bool:
     for "Robert Sheehan"): the same person, whom the offered, shorter form names."""
     short, full = offered.split(), read.split()
     return 2 <= len(short) < len(full) and short[0] == full[0] and short[-1] == full[-1]
+
+
+def one_sentence(draft: str) -> bool:
+    """Whether a draft is one sentence short enough to answer a question
+    (`ANSWER_SENTENCE_WORDS`), as `draft.answer_sentence` and `draft.read_sentence` take it."""
+    text = " ".join(draft.split())
+    return 0 < len(text.split()) <= ANSWER_SENTENCE_WORDS and len(split_sentences(text)) == 1
+
+
+def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
+    """The span of a one-sentence draft (`one_sentence`) that a reading of the evidence
+    would replace: the draft's one detail of the reading's kind that the question does not name
+    ("eight" in "... spent eight weeks at No. 1" for the reading "nine"; "The Namesake" for
+    "Salaam Bombay"). None where the draft has no such detail or more than one (which of two
+    names a reading replaces is a guess), or where that detail is the reading itself."""
+    if not one_sentence(draft):
+        return None
+    kinds = {s.kind for s in spans(reading)} or ({"name"} if reading[:1].isupper() else set())
+    if len(kinds) != 1:
+        return None
+    kind, asked = kinds.pop(), f" {normalise(question, fold=True)} "
+    found = [s for s in spans(draft) if s.kind == kind and _count(draft, s.text) == 1 and
+             f" {normalise(s.text, fold=True)} " not in asked]
+    if len(found) != 1 or normal_form(kind, found[0].text) == normal_form(kind, reading):
+        return None
+    start, value = found[0].start, found[0].text
+    if kind == "name" and draft[:start].endswith("The "):  # "The Namesake": one title
+        start, value = start - 4, "The " + value
+    return Slot(kind=kind, text=value, start=start)

@@ -37,10 +37,13 @@ from serc_dspy.programs.serc.firewall import EntityFirewall
 from serc_dspy.programs.serc.options import SERC_OPTION_NAMES, SercOptions
 from serc_dspy.programs.serc.packaged import AUTO_STATE, apply_model_state
 from serc_dspy.programs.serc.reconstruction import Reconstructor
+from serc_dspy.programs.serc.short_answers import MAX_SENTENCES
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
-from serc_dspy.rules.answers import answer_sentence
+from serc_dspy.rules.answers import answer_sentence, question_kind
 from serc_dspy.rules.draft import answer_claim
+from serc_dspy.rules.reading import one_sentence, reading_span, sentence_slot
+from serc_dspy.rules.slots import about_subject, focus
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
 from serc_dspy.runtime.steps import gather
 
@@ -225,7 +228,8 @@ class SERC(TracedProgram):
         self.read_language(run, received)
         context = LazyContext(self.settings, run, question)
 
-        one_claim = self.one_claim(run, question, received)
+        one_claim = self.one_claim(run, question, received) or \
+            await self.read_sentence(run, question, received, context)
         if one_claim:
             # The cold start replaces the model's own failed first answer; a caller's draft,
             # however short, is the caller's input: it is decoded, as one claim that answers
@@ -233,6 +237,8 @@ class SERC(TracedProgram):
             trace.short_draft = True
             trace.received, trace.subject = received, question
             trace.firewall.error = "skipped: a short caller draft is checked as one claim"
+            if one_claim == "draft.read_sentence":  # its ruling names the slot and reading
+                return received
             run.rule(one_claim, "answer", before=received,
                      after=answer_claim(question, received),
                      detail="a short caller draft: checked as one claim answering the question "
@@ -275,8 +281,9 @@ class SERC(TracedProgram):
         and its value neither supported nor corrected, so that `draft.sentence_as_prose`
         decodes it again as prose."""
         trace = run.trace
-        if trace.status == "failed" or not trace.ruled("draft.answer_sentence", "answer") or \
-                not run.on("draft.sentence_as_prose"):
+        if trace.status == "failed" or not run.on("draft.sentence_as_prose") or not (
+                trace.ruled("draft.answer_sentence", "answer") or
+                trace.ruled("draft.read_sentence", "answer")):
             return False
         rulings = [s.ruling for f in trace.facts for s in f.slots]
         return not any(r in ("supported", "contradicted") for r in rulings)
@@ -317,6 +324,36 @@ class SERC(TracedProgram):
         if run.on("draft.answer_sentence") and answer_sentence(question, received):
             return "draft.answer_sentence"
         return None
+
+    async def read_sentence(self, run: Run, question: str, received: str,
+                            context: LazyContext) -> str | None:
+        """`draft.read_sentence`: a caller's one-sentence draft that states no value of the
+        asked kind is read against the question's evidence (one call); where the reading stands
+        in a passage and the draft has one detail of its kind the question does not name, the
+        draft is one claim with that detail as its slot. None: it is decoded as prose."""
+        if not (run.trace.draft_given and self.settings.verdicts == "choose" and
+                run.on("draft.read_sentence") and question_kind(question) not in (
+                    "comparison", "yes/no") and one_sentence(received)):
+            return None
+        evidence = about_subject(await context.get(), "")
+        if not evidence:
+            return None
+        shown = "\n".join(s.text for s in focus(evidence, question, limit=MAX_SENTENCES))
+        reply = await run.attempt("align", "the draft's reading failed", lambda: run.call(
+            "answer_reader", question=question, evidence=shown), None)
+        read = " ".join(str(getattr(reply, "answer", "") or "").split())
+        found = reading_span(read, evidence)
+        slot = sentence_slot(question, received, found[2]) if found else None
+        if slot is None:
+            run.log("align", f"the one-sentence draft was read as {read!r}: "
+                             f"{'no one detail of its kind' if found else 'in no passage'}; "
+                             "decoded as prose")
+            return None
+        run.rule("draft.read_sentence", "answer", before=slot.text, after=found[2],
+                 detail=f"the evidence read for the question: {found[2]!r}; the draft's one "
+                        f"{slot.kind} the question does not name, {slot.text!r}, is its "
+                        "answer: checked as a short answer (no firewall)")
+        return "draft.read_sentence"
 
     def read_language(self, run: Run, received: str) -> None:
         """The rules of this run: the program's switches, with the English-only rules off when

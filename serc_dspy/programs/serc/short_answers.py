@@ -18,7 +18,7 @@ from serc_dspy.rules.answers import (
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.comparisons import compare_slot, either_question
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
-from serc_dspy.rules.reading import offer_reading
+from serc_dspy.rules.reading import offer_reading, sentence_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
 from serc_dspy.rules.yesno import both_slot
 from serc_dspy.runtime.steps import Run
@@ -40,9 +40,11 @@ class ShortAnswers:
         yes/no answer, or a part with no slot, is left unverified: nothing to choose from."""
         question = run.trace.question
         evidence = about_subject(passages, "")
+        read = next((r.after for r in run.trace.ruled("draft.read_sentence", "answer")), None)
         for fact in facts:
             sentence = run.trace.sentences[fact.sentence].text
-            slots = answer_slots(question, sentence, run.on)
+            slot = sentence_slot(question, sentence, read) if read else None
+            slots = [slot] if slot else answer_slots(question, sentence, run.on)
             both = both_slot(question, sentence, evidence) if not slots and \
                 len(facts) == 1 and run.on("choose.both") else None
             if both is not None:  # "Are A and B both P?": the evidence states P of each
@@ -77,10 +79,10 @@ class ShortAnswers:
                              detail=f"the question asks for a {GENDER_NOUN[gender]}: names "
                                     "given only to the other gender were not offered")
                 if question_kind(question) not in ("comparison", "yes/no") and \
-                        run.on("choose.read_answer") and not stated(slot, evidence):
+                        run.on("choose.read_answer") and (read or not stated(slot, evidence)):
                     candidates = await self.read_answer(
                         run, fact, slot, candidates, evidence, shown_sentences,
-                        sentence[slot.start + len(slot.text):])
+                        sentence[slot.start + len(slot.text):], read)
                 if question_kind(question) == "comparison" and run.on("choose.compare"):
                     slot.candidates = candidates
                     decided = compare_slot(question, slot, evidence,
@@ -111,17 +113,21 @@ class ShortAnswers:
 
     async def read_answer(self, run: Run, fact: Fact, slot: Slot, options: list[Candidate],
                           evidence: list[EvidenceSentence], shown: list[EvidenceSentence],
-                          following: str) -> list[Candidate]:
+                          following: str, read: str | None = None) -> list[Candidate]:
         """`choose.read_answer`: the words of the evidence the model reads as the answer,
         offered among the options where a passage holds them (`rules.reading`). The reading
         is asked over `shown`, the sentences that share most words with the question, as the
-        chooser's evidence is; `following`, the draft's words after the slot."""
-        text = "\n".join(s.text for s in shown)
-        reply = await run.attempt("detect", f"reading for {fact.id} failed", lambda: run.call(
-            "answer_reader", question=run.trace.question, evidence=text), None)
-        if reply is None:
-            return options
-        read = " ".join(str(getattr(reply, "answer", "") or "").split())
+        chooser's evidence is; `following`, the draft's words after the slot; `read`, the
+        reading `draft.read_sentence` already paid for (no second call)."""
+        if read is None:
+            text = "\n".join(s.text for s in shown)
+            reply = await run.attempt("detect", f"reading for {fact.id} failed",
+                                      lambda: run.call("answer_reader",
+                                                       question=run.trace.question,
+                                                       evidence=text), None)
+            if reply is None:
+                return options
+            read = " ".join(str(getattr(reply, "answer", "") or "").split())
         offered, outcome = offer_reading(slot, options, read, evidence, following)
         run.rule("choose.read_answer", fact.id, before=slot.text, after=read or None,
                  detail=f"the evidence read for the question: {read!r}, {outcome}")
