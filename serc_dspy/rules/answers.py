@@ -217,7 +217,8 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
                   clause or _restates(question, sentence)):
         return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
-    other = answer_spans(question, sentence, lambda s: True)
+    other = sorted(answer_spans(question, sentence, lambda s: True),  # a name before a role:
+                   key=lambda s: s.kind == "role")  # '"Family Guy" was the show that ...'
     title = _title(whole)
     if not found and other and not title:  # "Born 1868." answering where and when: the year
         return [Slot(kind=other[0].kind, text=other[0].text, start=other[0].start)]

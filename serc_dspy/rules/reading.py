@@ -56,6 +56,8 @@ register(
 
 _EDGES = re.compile(r"^[\s\"'“”‘’(\[]+|[\s\"'“”‘’)\].,;:!?]+$")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_GLUED = re.compile(r"[^\W\d_]\.[A-Z][a-z]")
+"""Two sentences a passage glued at a full stop ("... El-P.Jaime Meline"): no one value."""
 
 
 def reading_span(reply: str, evidence: list[EvidenceSentence]
@@ -69,7 +71,8 @@ def reading_span(reply: str, evidence: list[EvidenceSentence]
     for words in dict.fromkeys((text, _ARTICLE.sub("", text))):
         pattern = re.compile(rf"(?<!\w){re.escape(words)}(?!\w)", re.IGNORECASE)
         for sentence in evidence:
-            if found := pattern.search(sentence.text):
+            found = pattern.search(sentence.text)
+            if found and not _GLUED.search(found.group(0)):
                 return sentence, found.start(), found.group(0)
     return None
 
@@ -145,7 +148,8 @@ def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
     kind, asked = kinds.pop(), f" {normalise(question, fold=True)} "
     found = [s for s in spans(draft) if s.kind == kind and _count(draft, s.text) == 1 and
              f" {normalise(s.text, fold=True)} " not in asked]
-    if len(found) != 1 or normal_form(kind, found[0].text) == normal_form(kind, reading):
+    if len(found) != 1 or normal_form(kind, _ARTICLE.sub("", found[0].text)) == \
+            normal_form(kind, _ARTICLE.sub("", reading)):
         return None
     start, value = found[0].start, found[0].text
     if kind == "name" and draft[:start].endswith("The "):  # "The Namesake": one title

@@ -128,3 +128,16 @@ def test_a_list_of_modifiers_does_not_end_the_asked_type_phrase():
     assert head_noun(question) == "actor" and question_kind(question) == "person"
     assert answer_sentence(question, "Robert De Niro played Samson in the 1949 film.")
     assert head_noun("What author, born in 1949, wrote for weeklies?") == "author"
+
+
+def test_a_name_the_question_does_not_give_is_the_slot_before_a_role():
+    # HaluEval extra tuning item 44: the role "show" had been the slot, and "South Park"
+    # swapped in for it left the wrong title standing
+    question = ('"Funnybot" is the second episode of the fifteenth season of which American '
+                'animated television series, created by Trey Parker and Matt Stone?')
+    slot, = answer_slots(question, '"Family Guy" was the show that aired "Funnybot".')
+    assert (slot.kind, slot.text) == ("name", "Family Guy")
+    # a role stays the slot where every name is the question's own
+    asked = "What profession do Alexandre Rockwell and Jim Jarmusch share?"
+    slot, = answer_slots(asked, "Jim Jarmusch was a director.")
+    assert (slot.kind, slot.text) == ("role", "director")

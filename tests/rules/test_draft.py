@@ -8,7 +8,8 @@ from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 
-FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.sentence_as_prose",
+FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
+         "draft.sentence_as_prose",
          "draft.cold_start", "draft.no_info"}
 QUIET = set(FIRES)
 
@@ -114,3 +115,44 @@ def test_a_sentence_answer_the_slot_check_corrects_is_not_decoded_again():
     assert result.answer == RACE_DRAFT.replace("1980", "1979")
     assert not result.trace.ruled("draft.sentence_as_prose") and result.trace.short_draft
     assert "AtomicFacts" not in {call["signature"] for call in engine.calls}
+
+
+FILMS = LocalCorpus.from_texts({"f.txt": "Salaam Bombay is a 1988 film written by Sooni "
+                                         "Taraporevala. It was nominated for the Academy "
+                                         "Award for Best Foreign Language Film."})
+FILM_QUESTION = "Which Oscar-nominated film was written by Sooni Taraporevala?"
+FILM_DRAFT = "The Namesake was an Oscar-nominated film written by Sooni Taraporevala."
+
+
+def _film(reading, **rules):
+    lm, engine = scripted_lm(handlers(ChooseValue=pick("Salaam Bombay"),
+                                      ReadAnswer=lambda i: {"answer": reading}))
+    program = SERC(retriever=FILMS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        result = program(question=FILM_QUESTION, draft=FILM_DRAFT)
+    return result, [call["signature"] for call in engine.calls]
+
+
+def test_a_one_sentence_draft_is_read_and_its_one_detail_of_the_readings_kind_is_its_slot():
+    # the question's type word ("film") names no kind of value the draft's title is, so
+    # `draft.answer_sentence` does not take it; the reading does
+    result, calls = _film("Salaam Bombay")
+    ruling = result.trace.ruled("draft.read_sentence", "answer")[0]
+    assert (ruling.before, ruling.after) == ("The Namesake", "Salaam Bombay")
+    assert result.trace.short_draft and not result.trace.ruled("draft.answer_sentence")
+    assert result.answer == FILM_DRAFT.replace("The Namesake", "Salaam Bombay")
+    # one reading, reused by the choice: no second call, and no prose decoder
+    assert calls.count("ReadAnswer") == 1 and "AtomicFacts" not in calls
+    read = result.trace.ruled("choose.read_answer")[0]
+    assert read.after == "Salaam Bombay" and "offered" in read.detail
+
+
+def test_a_reading_in_no_passage_or_the_rule_off_leaves_the_draft_to_the_prose_path():
+    for reading in ("not stated", "Mississippi Masala"):  # no passage holds the second
+        result, calls = _film(reading)
+        assert not result.trace.ruled("draft.read_sentence") and not result.trace.short_draft
+        assert calls.count("ReadAnswer") == 1 and "AtomicFacts" in calls
+        assert any("decoded as prose" in e.message for e in result.trace.events)
+    off, calls = _film("Salaam Bombay", **{"draft.read_sentence": False})
+    assert "ReadAnswer" not in calls and not off.trace.ruled("draft.read_sentence")

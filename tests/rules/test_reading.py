@@ -1,7 +1,13 @@
 """`rules.reading`: a reading of the evidence found in it and offered among the options."""
 
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.reading import offer_reading, reading_span, without_draft_tail
+from serc_dspy.rules.reading import (
+    offer_reading,
+    one_sentence,
+    reading_span,
+    sentence_slot,
+    without_draft_tail,
+)
 from serc_dspy.rules.slots import EvidenceSentence
 
 EVIDENCE = [
@@ -80,3 +86,45 @@ def test_a_reading_with_middle_names_marks_the_offered_name_it_lengthens():
     marked, outcome = offer_reading(slot, options, "Robert Michael Sheehan", evidence)
     assert outcome == "already offered" and [c.value for c in marked] == [
         "Ben Whishaw", "Robert Sheehan", "not stated"] and marked[1].read
+
+
+def test_a_sentence_drafts_slot_is_its_one_detail_of_the_readings_kind_not_in_the_question():
+    # HaluEval extra tuning items 42, 49 and 64
+    weeks = ("... behind a song written by Donna Weiss and Jackie DeShannon which spent how "
+             "many weeks at No. 1 on the Hot 100?")
+    slot = sentence_slot(weeks, "The song written by Donna Weiss and Jackie DeShannon spent "
+                                "eight weeks at No. 1 on the Hot 100.", "nine")
+    assert (slot.kind, slot.text) == ("number", "eight")
+    film = "Which Oscar-nominated film was written by Sooni Taraporevala?"
+    draft = "The Namesake was an Oscar-nominated film written by Sooni Taraporevala."
+    slot = sentence_slot(film, draft, "Salaam Bombay")
+    assert (slot.text, slot.start) == ("The Namesake", 0)  # a capital article opens a title
+    quoted = sentence_slot("Kim Yool-ho starred in what 2016 movie?",
+                           'Kim Yool-ho starred in "The Map Against the World".',
+                           "Train to Busan")
+    assert quoted.text == "The Map Against the World"
+
+
+def test_no_slot_for_two_details_of_the_kind_the_readings_own_value_or_long_prose():
+    mvp = "In which American football game was Malcolm Smith named Most Valuable Player?"
+    assert sentence_slot(mvp, "Malcolm Smith was named Most Valuable Player in the National "
+                              "Football League (NFL) season of 2013.", "Super Bowl XLVIII") \
+        is None  # two names the question does not give: which one the reading replaces?
+    film = "Which Oscar-nominated film was written by Sooni Taraporevala?"
+    draft = "The Namesake was an Oscar-nominated film written by Sooni Taraporevala."
+    assert sentence_slot(film, draft, "the Namesake") is None  # the draft says the reading
+    assert sentence_slot(film, "Goodison Park is in Liverpool.", "eight") is None  # no number
+    long = draft[:-1] + ", and it was shown in many countries over the two years after it " \
+                        "opened in 1988."
+    assert not one_sentence(long) and sentence_slot(film, long, "Salaam Bombay") is None
+    assert not one_sentence(draft + " It won.") and one_sentence(draft)
+
+
+def test_words_a_passage_glued_at_a_full_stop_are_no_reading():
+    # HaluEval extra tuning item 8: "El-P.Jaime Meline" was offered, chosen and printed
+    glued = [EvidenceSentence(text="It features El-P.Jaime Meline is an American rapper.",
+                              passage=0, offset=0)]
+    assert reading_span("El-P.Jaime Meline", glued) is None
+    assert reading_span("Jaime Meline", glued)[2] == "Jaime Meline"
+    assert reading_span("Washington, D.C.", [EvidenceSentence(
+        text="He lived in Washington, D.C. for years.", passage=0, offset=0)]) is not None
