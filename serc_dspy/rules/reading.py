@@ -152,6 +152,9 @@ def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
             normal_form(kind, _ARTICLE.sub("", reading)):
         return None
     start, value = found[0].start, found[0].text
+    head, of, tail = value.rpartition(" of ")
+    if of and f" {normalise(head, fold=True)} " in asked:  # "... Attorney General of where?"
+        start, value = start + len(head + of), tail  # "Attorney General of California"
     if kind == "name" and draft[:start].endswith("The "):  # "The Namesake": one title
         start, value = start - 4, "The " + value
     return Slot(kind=kind, text=value, start=start)

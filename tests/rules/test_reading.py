@@ -103,6 +103,13 @@ def test_a_sentence_drafts_slot_is_its_one_detail_of_the_readings_kind_not_in_th
                            'Kim Yool-ho starred in "The Map Against the World".',
                            "Train to Busan")
     assert quoted.text == "The Map Against the World"
+    # item 16: the part of a name the question names stays ("served as Nevada" had been
+    # printed for "served as Attorney General of California")
+    where = ("Catherine Cortez Masto, a woman who previously served as the 32nd Attorney "
+             "General of where?")
+    slot = sentence_slot(where, "Catherine Cortez Masto served as Attorney General of "
+                                "California.", "Nevada")
+    assert (slot.text, slot.start) == ("California", 53)
 
 
 def test_no_slot_for_two_details_of_the_kind_the_readings_own_value_or_long_prose():
