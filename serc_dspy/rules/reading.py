@@ -27,6 +27,7 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
+from serc_dspy.rules.words import STOP
 
 READ_WORDS = 8
 """Words at most in a reading that can be offered: a longer reply is a sentence, not a value."""
@@ -143,6 +144,8 @@ def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
     if not one_sentence(draft):
         return None
     kinds = {s.kind for s in spans(reading)} or ({"name"} if reading[:1].isupper() else set())
+    if not kinds:  # "standard gauge track": the draft's phrase closing on its last word
+        return _phrase_slot(question, draft, reading)
     if len(kinds) != 1:
         return None
     kind, asked = kinds.pop(), f" {normalise(question, fold=True)} "
@@ -158,3 +161,22 @@ def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
     if kind == "name" and draft[:start].endswith("The "):  # "The Namesake": one title
         start, value = start - 4, "The " + value
     return Slot(kind=kind, text=value, start=start)
+
+
+def _phrase_slot(question: str, draft: str, reading: str) -> Slot | None:
+    """A lower-case reading's slot: the draft's words, as many as the reading has, that close
+    on the reading's last word ("narrow gauge track" for "standard gauge track", asked "what
+    kind of track?"), none of them a function word; None where that word is not once in the
+    draft, or the words are the reading's or the question's own."""
+    words = reading.split()
+    last = re.finditer(rf"(?<![\w-]){re.escape(words[-1])}(?![\w-])", draft, re.IGNORECASE)
+    ends = list(last)
+    if len(words) < 2 or len(ends) != 1:
+        return None
+    run = re.search(rf"(?:[^\W\d][\w-]*\s+){{{len(words) - 1}}}$", draft[:ends[0].start()])
+    value = (run.group(0) if run else "") + ends[0].group(0)
+    if not run or any(w.lower() in STOP for w in value.split()[:-1]) or \
+            value.lower() == reading.lower() or \
+            f" {value.lower()} " in f" {normalise(question, fold=True)} ":
+        return None
+    return Slot(kind="role", text=value, start=run.start())

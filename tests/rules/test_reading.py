@@ -110,6 +110,15 @@ def test_a_sentence_drafts_slot_is_its_one_detail_of_the_readings_kind_not_in_th
     slot = sentence_slot(where, "Catherine Cortez Masto served as Attorney General of "
                                 "California.", "Nevada")
     assert (slot.text, slot.start) == ("California", 53)
+    # item 39: a lower-case reading replaces the draft's words that close on its last word
+    track = "... via the first mountain railway built in Europe to use what kind of track?"
+    draft = "It runs from Vienna to Graz via a narrow gauge track."
+    slot = sentence_slot(track, draft, "standard gauge track")
+    assert (slot.kind, slot.text) == ("role", "narrow gauge track")
+    assert sentence_slot(track, draft, "standard gauge").text == "narrow gauge"
+    for reading in ("track", "narrow gauge track", "synth-pop"):  # one word, the draft's own,
+        assert sentence_slot(track, draft, reading) is None  # a word not in the draft
+    assert sentence_slot(track, "It runs via the track.", "standard gauge track") is None
 
 
 def test_no_slot_for_two_details_of_the_kind_the_readings_own_value_or_long_prose():
