@@ -13,7 +13,7 @@ after before during since until between among through per via than then also too
 is are was were be been being am has have had having do does did done will would shall should
 can could may might must not no yes it its it's this that these those there here their them
 they he him his she her hers we us our you your i me my mine who whom whose which what when
-where why how all any both each few more most other some own same only just one ones
+where why how all any both each either neither few more most other some own same only just one ones
 later earlier first became become becomes becoming known named called made make makes
 """.split())
 """Function words and the verbs a paraphrase adds; they carry no claim of their own."""

@@ -73,6 +73,9 @@ def test_a_hedge_opening_a_sentence_is_no_name():
     assert [(s.kind, s.text) for s in spans("Around 100,000 inhabitants in Leeuwarden.")] == \
         [("number", "100,000"), ("name", "Leeuwarden")]
     assert [s.kind for s in spans("Less than 7,000 people.")] == ["number"]
+    # extra tuning item 79: "Neither Prince William" had been the draft's slot
+    assert [s.text for s in spans("Neither Prince William nor Prince George became kings.")] \
+        == ["Prince William", "Prince George"]
 
 
 def test_an_initials_full_stop_does_not_end_a_name():
