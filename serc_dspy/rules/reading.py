@@ -17,12 +17,15 @@ import re
 
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS
+from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, question_kind
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.people import full_name, opens_person_name
+from serc_dspy.rules.places import is_asked_place
 from serc_dspy.rules.slots import (
     MAX_CANDIDATES,
     NOT_STATED,
     EvidenceSentence,
+    Span,
     _count,
     normal_form,
     spans,
@@ -151,6 +154,9 @@ def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:
     kind, asked = kinds.pop(), f" {normalise(question, fold=True)} "
     found = [s for s in spans(draft) if s.kind == kind and _count(draft, s.text) == 1 and
              f" {normalise(s.text, fold=True)} " not in asked]
+    if kind == "name" and len(found) > 1:  # a place read: the draft's place; a person: its
+        found = _same_type(question, reading, draft, found)  # person ("Christina Aguilera,
+        # born in Staten Island, New York.")
     if len(found) != 1 or normal_form(kind, _ARTICLE.sub("", found[0].text)) == \
             normal_form(kind, _ARTICLE.sub("", reading)):
         return None
@@ -180,3 +186,15 @@ def _phrase_slot(question: str, draft: str, reading: str) -> Slot | None:
             f" {value.lower()} " in f" {normalise(question, fold=True)} ":
         return None
     return Slot(kind="role", text=value, start=run.start())
+
+
+def _same_type(question: str, reading: str, draft: str, names: list[Span]) -> list[Span]:
+    """Of the draft's names, the places where the question asks for one or the gazetteers
+    know the reading as one, the people's full names where it asks for a person or the
+    reading opens with a given name; all of them otherwise."""
+    kind = question_kind(question)
+    if kind == "place" or is_asked_place(reading, ""):
+        return [s for s in names if is_asked_place(s.text, "")]
+    if kind == "person" or opens_person_name(reading.split()[0]) and len(reading.split()) > 1:
+        return [s for s in names if full_name(draft, s)]
+    return names

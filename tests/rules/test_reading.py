@@ -110,6 +110,15 @@ def test_a_sentence_drafts_slot_is_its_one_detail_of_the_readings_kind_not_in_th
     slot = sentence_slot(where, "Catherine Cortez Masto served as Attorney General of "
                                 "California.", "Nevada")
     assert (slot.text, slot.start) == ("California", 53)
+    # item 31: of two names the question does not give, a place is read: the draft's place
+    state = ("... based at McClellan Air Force Base, in the North Highlands area of Sacramento "
+             "County, in which US state?")
+    slot = sentence_slot(state, "McClelland Air Force Base was located in Illinois.",
+                         "California")
+    assert slot.text == "Illinois"
+    person = sentence_slot("Gigantic starred Paul Dano beside which actress?", "Jane "
+                           "Alexander, born in Los Angeles, starred in it.", "Ann Dowd")
+    assert person.text == "Jane Alexander"
     # item 39: a lower-case reading replaces the draft's words that close on its last word
     track = "... via the first mountain railway built in Europe to use what kind of track?"
     draft = "It runs from Vienna to Graz via a narrow gauge track."
