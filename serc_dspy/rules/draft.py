@@ -31,7 +31,7 @@ register(
          "question names and left the answer alone (11 of the unfixed HaluEval extra tuning "
          "answers 1-60 were such drafts)", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
-         found_on="HaluEval extra tuning items 42, 49, 64"),
+         found_on="HaluEval extra tuning items 15, 49, 52, 64"),
     Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence` or "
          "`draft.read_sentence`) whose value "
          "the slot check neither supported nor corrected (the two orders disagree, no rival, "
