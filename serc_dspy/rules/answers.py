@@ -252,17 +252,20 @@ def _title(phrase: str) -> str:
     return " ".join(words) if linked else ""
 
 
+def one_sentence(draft: str) -> bool:
+    """Whether a draft is one sentence of at most `ANSWER_SENTENCE_WORDS` words."""
+    words = draft.split()
+    return 0 < len(words) <= ANSWER_SENTENCE_WORDS and len(split_sentences(" ".join(words))) == 1
+
+
 def answer_sentence(question: str, draft: str) -> bool:
-    """Whether a caller's draft is one short sentence stating a value of the kind the question
-    asks for (a date, a number, a place, a person, a name ending in the asked type word,
-    exactly one of a comparison's two options, or a yes or no) that the question does not
-    name itself: that value is its answer ("The 1976 German Grand Prix was won by a driver
-    who retired in 1980."), and it is checked as a short answer is, not as prose about a
-    subject."""
-    text = " ".join(draft.split())
-    if not text or len(text.split()) > ANSWER_SENTENCE_WORDS or len(split_sentences(text)) != 1:
+    """Whether a caller's draft is one short sentence (`one_sentence`) stating a value of the
+    asked kind (a date, number, place, person, name ending in the asked type word, one of a
+    comparison's two options, a yes or no) that the question does not name: its answer ("...
+    won by a driver who retired in 1980."), checked as a short answer is, not as prose."""
+    text, kind = " ".join(draft.split()), question_kind(question)
+    if not one_sentence(text):
         return False
-    kind = question_kind(question)
     if kind == "comparison":
         return sum(_count(text, option) > 0 for option in comparison_options(question)) == 1
     if kind == "yes/no":  # "Yes, both were golfers.": its answer is its first word

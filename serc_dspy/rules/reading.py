@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-from serc_dspy.core.text import normalise, split_sentences
+from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, question_kind
+from serc_dspy.rules.answers import one_sentence, question_kind
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.people import full_name, opens_person_name
 from serc_dspy.rules.places import is_asked_place
@@ -129,13 +129,6 @@ def _same_name(offered: str, read: str) -> bool:
     for "Robert Sheehan"): the same person, whom the offered, shorter form names."""
     short, full = offered.split(), read.split()
     return 2 <= len(short) < len(full) and short[0] == full[0] and short[-1] == full[-1]
-
-
-def one_sentence(draft: str) -> bool:
-    """Whether a draft is one sentence short enough to answer a question
-    (`ANSWER_SENTENCE_WORDS`), as `draft.answer_sentence` and `draft.read_sentence` take it."""
-    text = " ".join(draft.split())
-    return 0 < len(text.split()) <= ANSWER_SENTENCE_WORDS and len(split_sentences(text)) == 1
 
 
 def sentence_slot(question: str, draft: str, reading: str) -> Slot | None:

@@ -1,9 +1,9 @@
 """`rules.reading`: a reading of the evidence found in it and offered among the options."""
 
 from serc_dspy.core.trace import Candidate, Slot
+from serc_dspy.rules.answers import one_sentence
 from serc_dspy.rules.reading import (
     offer_reading,
-    one_sentence,
     reading_span,
     sentence_slot,
     without_draft_tail,

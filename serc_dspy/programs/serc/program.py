@@ -40,9 +40,9 @@ from serc_dspy.programs.serc.reconstruction import Reconstructor
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
-from serc_dspy.rules.answers import answer_sentence, question_kind
+from serc_dspy.rules.answers import answer_sentence, one_sentence, question_kind
 from serc_dspy.rules.draft import answer_claim
-from serc_dspy.rules.reading import one_sentence, reading_span, sentence_slot
+from serc_dspy.rules.reading import reading_span, sentence_slot
 from serc_dspy.rules.slots import about_subject, focus
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
 from serc_dspy.runtime.steps import gather
