@@ -188,6 +188,6 @@ def _same_type(question: str, reading: str, draft: str, names: list[Span]) -> li
     kind = question_kind(question)
     if kind == "place" or is_asked_place(reading, ""):
         return [s for s in names if is_asked_place(s.text, "")]
-    if kind == "person" or opens_person_name(reading.split()[0]) and len(reading.split()) > 1:
+    if kind == "person" or (opens_person_name(reading.split()[0]) and len(reading.split()) > 1):
         return [s for s in names if full_name(draft, s)]
     return names

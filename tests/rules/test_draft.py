@@ -154,5 +154,14 @@ def test_a_reading_in_no_passage_or_the_rule_off_leaves_the_draft_to_the_prose_p
         assert not result.trace.ruled("draft.read_sentence") and not result.trace.short_draft
         assert calls.count("ReadAnswer") == 1 and "AtomicFacts" in calls
         assert any("decoded as prose" in e.message for e in result.trace.events)
+    def dead(inputs):
+        raise RuntimeError("the reading's server is down")
+    lm, _ = scripted_lm(handlers(ReadAnswer=dead))
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        failed = SERC(retriever=FILMS, top_k=3, verdicts="choose", evidence="passages",
+                      queries="facts")(question=FILM_QUESTION, draft=FILM_DRAFT)
+    assert not failed.trace.ruled("draft.read_sentence") and not failed.trace.short_draft
+    assert any("the draft's reading failed" in e.message for e in failed.trace.events)
+    assert not any("read as" in e.message for e in failed.trace.events)
     off, calls = _film("Salaam Bombay", **{"draft.read_sentence": False})
     assert "ReadAnswer" not in calls and not off.trace.ruled("draft.read_sentence")
