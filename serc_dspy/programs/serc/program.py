@@ -338,12 +338,10 @@ class SERC(TracedProgram):
         evidence = about_subject(await context.get(), "")
         if not evidence:
             return None
-        shown = "\n".join(s.text for s in focus(evidence, question, limit=MAX_SENTENCES))
-        reply = await run.attempt("align", "the draft's reading failed", lambda: run.call(
-            "answer_reader", question=question, evidence=shown), None)
-        if reply is None:  # the failure is logged: the draft goes on as prose, unchanged
+        read = await self.choice.ask_reading(run, "align", "the draft's reading failed",
+                                             focus(evidence, question, limit=MAX_SENTENCES))
+        if read is None:  # the failure is logged: the draft goes on as prose, unchanged
             return None
-        read = " ".join(str(getattr(reply, "answer", "") or "").split())
         found = reading_span(read, evidence)
         slot = sentence_slot(question, received, found[2]) if found else None
         if slot is None:

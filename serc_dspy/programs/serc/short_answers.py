@@ -120,18 +120,24 @@ class ShortAnswers:
         chooser's evidence is; `following`, the draft's words after the slot; `read`, the
         reading `draft.read_sentence` already paid for (no second call)."""
         if read is None:
-            text = "\n".join(s.text for s in shown)
-            reply = await run.attempt("detect", f"reading for {fact.id} failed",
-                                      lambda: run.call("answer_reader",
-                                                       question=run.trace.question,
-                                                       evidence=text), None)
-            if reply is None:
+            read = await self.ask_reading(run, "detect", f"reading for {fact.id} failed",
+                                          shown)
+            if read is None:
                 return options
-            read = " ".join(str(getattr(reply, "answer", "") or "").split())
         offered, outcome = offer_reading(slot, options, read, evidence, following)
         run.rule("choose.read_answer", fact.id, before=slot.text, after=read or None,
                  detail=f"the evidence read for the question: {read!r}, {outcome}")
         return offered
+
+    @staticmethod
+    async def ask_reading(run: Run, phase: str, what: str,
+                          shown: list[EvidenceSentence]) -> str | None:
+        """The one `ReadAnswer` call: the words of `shown` the model reads as the question's
+        answer, whitespace folded; None when the call failed (logged as `what`)."""
+        text = "\n".join(s.text for s in shown)
+        reply = await run.attempt(phase, what, lambda: run.call(
+            "answer_reader", question=run.trace.question, evidence=text), None)
+        return None if reply is None else " ".join(str(getattr(reply, "answer", "") or "").split())
 
     @staticmethod
     def read_vote(run: Run, fact: Fact, slot: Slot) -> str | None:
