@@ -10,7 +10,12 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
-from serc_dspy.rules.comparisons import COMPARISON, comparison_options, either_question
+from serc_dspy.rules.comparisons import (
+    comparison_options,
+    comparison_question,
+    evidence_form,
+    option_ends,
+)
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.ranking import rank_by_question
@@ -154,7 +159,7 @@ def question_kind(question: str) -> str:
     person (also "What author ...", "Which state ...": the type word the question asks
     for), else other."""
     q = " ".join(question.split()).lower()
-    if " or " in q and (COMPARISON.search(q) or either_question(question)):
+    if comparison_question(question):
         return "comparison"
     if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
         return "yes/no"
@@ -200,8 +205,9 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     wanted = _WANTED.get(kind, ())
     if kind == "comparison":
         for option in comparison_options(question):
-            if _count(sentence, option) == 1:
-                return [Slot(kind="name", text=option, start=sentence.find(option))]
+            named = next((end for end in option_ends(option) if _count(sentence, end)), "")
+            if named and _count(sentence, named) == 1:
+                return [Slot(kind="name", text=named, start=sentence.find(named))]
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
     noun = titled(question) if on("choose.asked_type") else ""
@@ -267,7 +273,8 @@ def answer_sentence(question: str, draft: str) -> bool:
     if not one_sentence(text):
         return False
     if kind == "comparison":
-        return sum(_count(text, option) > 0 for option in comparison_options(question)) == 1
+        return sum(any(_count(text, end) for end in option_ends(option))
+                   for option in comparison_options(question)) == 1
     if kind == "yes/no":  # "Yes, both were golfers.": its answer is its first word
         return bool(re.match(r"\W*(?:yes|no)\b", text, re.IGNORECASE))
     wanted, noun = _WANTED.get(kind, ()), titled(question)
@@ -319,8 +326,7 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         for option in comparison_options(question):
             # "... in Chestnut Hill, Massachusetts Boston College or ...": the option is the
             # longest end of its words that the evidence names
-            value = next((v for v in _ends(option) if any(v in s.text for s in evidence)),
-                         option)
+            value = evidence_form(option, evidence)
             key = normal_form(slot.kind, value)
             found = next(((s, s.text.find(value)) for s in evidence if value in s.text),
                          None)
@@ -394,12 +400,6 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
             return offered
     sharing = [s for s in ranked if words & content_stems(s.text)]
     return offer(sharing if rank else sharing[:MAX_CANDIDATES], new_value)
-
-
-def _ends(option: str) -> list[str]:
-    """An option and its ends of two words or more, longest first."""
-    words = option.split()
-    return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
 
 
 def _scripts(text: str) -> set[str]:

@@ -15,7 +15,7 @@ from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
 from serc_dspy.rules.units import in_metres
-from serc_dspy.rules.words import STOP, stem, words_of
+from serc_dspy.rules.words import STOP, content_stems, negations, stem, words_of
 
 COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
@@ -39,6 +39,20 @@ _MEASURED = {"taller": max, "higher": max, "longer": max, "shorter": min}
 """Comparisons of a length: the options' numbers must be lengths (pint's registry tells a
 length unit), compared in metres."""
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_RELATIVE = re.compile(r"\b(?:closer|nearer|farther|further|[a-z]{3,}er\s+than)\b",
+                       re.IGNORECASE)
+"""Words that compare two options to each other ("closer to Cleveland", "further west"): the
+evidence states no such words of either (`stated_option`)."""
+COMPARING = ("choose.compare", "choose.compare_amounts", "choose.stated_option")
+"""The rules that decide a comparison from the evidence, with no choice call."""
+STATED_MARGIN = 1
+"""Question words more that one option's own evidence must state than the other's
+(`choose.stated_option`)."""
+_CHOICE_VERB = re.compile(r"(?:is|was|are|were)\s+(?=\S)", re.IGNORECASE)
+"""A question opening on a verb: its "A or B" asks which, not whether."""
+_NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|for)\s+)?[A-Z0-9][\w'’.&-]*)*")
+"""The capitalised words of a name in a row ("Level 3 Communications", "MedStar Washington
+Hospital Center"), linking words inside it."""
 
 register(
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
@@ -56,6 +70,19 @@ register(
          "\"more\" of something; counted, not read)",
          english_only=True, found_on="no tuning item: none of the 4 tuning comparisons "
          "compares amounts"),
+    Rule("choose.stated_option", "a short answer to a question of which of two named options "
+         "a statement holds for (\"Which documentary is about Finnish rock groups, A or B?\", "
+         "\"Is A or B the largest private hospital in Washington?\"), where no date or amount "
+         "decides it and no word compares the two (\"closer\", \"further west\"), is decided "
+         "by the option whose own evidence (the passage that opens by naming it, else the "
+         "sentences naming it; never a sentence naming the other) states more of the "
+         "question's words, by at least `stated_margin`; with no such lead it stays "
+         "unverified. A negated answer (\"A is not about rock groups\") is never swapped",
+         "such questions were left unverified (`choose.either`, the chooser between the two "
+         "options, fixed none and broke a right answer); HaluEval builds them from the two "
+         "options' own Wikipedia openings, which state the question's words of the right one",
+         english_only=True, thresholds={"stated_margin": STATED_MARGIN},
+         found_on="HaluEval extra tuning items 27, 45, 114, 150, 178, 193, 197, 260, 390"),
     Rule("choose.either", "a which/who/what question that ends on two named options and "
          "compares nothing (\"Which director is American, A or B?\") is a comparison whose "
          "options are the two names; no date or amount decides it, so the chooser picks one "
@@ -71,11 +98,26 @@ register(
 
 def comparison_options(question: str) -> list[str]:
     """The two options a comparison question names ("... started first Arthur's Magazine or
-    First for Women?" -> both names); [] when it names none."""
+    First for Women?" -> both names; "Which musician, A or B, played bass?"; "Is A or B the
+    largest ...?"; "Between A and B, who is older?"); [] when it names none."""
     text = " ".join(question.strip().rstrip("?").split())
+    between = re.match(r"between\s+(.+?),\s*\S", text, re.IGNORECASE)
+    if between:  # "Between two tennis players Kim Clijsters and Mary Pierce, who ...?"
+        pair = re.sub(r"^(?:[a-z]+\s+)+", "", between.group(1))
+        first, _, second = pair.rpartition(" and ")
+        named = first[:1].isupper() and second[:1].isupper()  # "Between 1990 and 2000": none
+        return _two(first, second) if named else []
     left, sep, right = text.rpartition(" or ")
     if not sep:
         return []
+    opening = _CHOICE_VERB.match(left)
+    if opening:  # "Is A or B headquartered further west?": B is the name after "or"
+        named = _NAME_RUN.match(right)
+        rest = right[named.end():].strip() if named else ""
+        return _two(left[opening.end():], named.group(0)) if named and rest else []
+    stated = re.match(r"([^,]+),\s*(?=[a-z])", right)
+    if stated and "," in left:  # "Which musician, A or B, played the bass guitar?"
+        right = stated.group(1)
     marks = list(COMPARISON.finditer(left))
     after = left[marks[-1].end():] if marks else ""
     parts = [p.strip(" ,:") for p in re.split(r"[,:]", after)]
@@ -87,10 +129,45 @@ def comparison_options(question: str) -> list[str]:
     else:
         cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
         first = left[max(cuts, default=0):].strip(" ,:")
-    options = [first, right.strip(" ,:")]
-    if options[1].lower() in ("not", "no", "neither"):  # "... both in X, or not?": yes/no
+    if right.strip(" ,:").lower() in ("not", "no", "neither"):  # "... in X, or not?": yes/no
         return []
+    return _two(first, right)
+
+
+def _two(first: str, second: str) -> list[str]:
+    """Two options, trimmed; [] unless both are named and differ."""
+    options = [first.strip(" ,:"), second.strip(" ,:")]
     return options if all(options) and options[0].lower() != options[1].lower() else []
+
+
+def option_ends(option: str) -> list[str]:
+    """An option and its ends of two words or more, longest first ("... in Chestnut Hill,
+    Massachusetts Boston College or ...?": "Boston College" is the option)."""
+    words = option.split()
+    return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
+
+
+def evidence_form(option: str, evidence: list[EvidenceSentence]) -> str:
+    """The longest end of an option that an evidence sentence names word for word; the option
+    itself when none does."""
+    return next((end for end in option_ends(option) if any(end in s.text for s in evidence)),
+                option)
+
+
+def comparison_question(question: str) -> bool:
+    """Whether a question asks which of two options: one that compares them ("... first, A or
+    B?"), or a choice between two it names (`choice_question`)."""
+    text = " ".join(question.split())
+    return " or " in text and bool(COMPARISON.search(text)) or choice_question(text)
+
+
+def choice_question(question: str) -> bool:
+    """Whether a question asks which of two named options without a word that compares them:
+    "Is A or B the largest private hospital ...?" (no yes or no answers it), "Between A and
+    B, who ...?", or a which-question of a statement (`either_question`)."""
+    text = " ".join(question.split())
+    return bool(re.match(r"(?:is|was|are|were|between)\s", text, re.IGNORECASE)) and \
+        bool(comparison_options(text)) or either_question(text)
 
 
 def either_question(question: str) -> bool:
@@ -212,24 +289,66 @@ def compare_by_amounts(question: str, options: list[str],
     return options[amounts.index(pick(amounts))]
 
 
-def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
-                 amounts: bool = True) -> tuple[str, str] | None:
-    """`choose.compare`: "which was started first, A or B?" is decided by the dates the
-    evidence gives each option, and (`choose.compare_amounts`, when `amounts`) "which has more
-    species?" by the counts it gives them, not by the model; the slot's ruling and note are
-    set, and (the deciding rule, the option) returned (None: without a date or an amount for
-    each, the answer stays unverified)."""
-    options = comparison_options(question)
-    rule, decided = "choose.compare", compare_by_dates(question, options, evidence)
-    if decided is None and amounts:
-        rule, decided = "choose.compare_amounts", compare_by_amounts(question, options, evidence)
-    other = next((o for o in options if o != slot.text), None)
-    if decided is None or other is None:
-        slot.ruling = "unverified"
-        slot.note = "the evidence gives no date or amount for each option to compare them by"
+def _said_of(option: str, rival: str, evidence: list[EvidenceSentence]) -> set[str]:
+    """The content stems of what the evidence says of an option: every sentence of each
+    passage that opens by naming it (its later sentences say "he" or "the band"), or, with no
+    such passage, the sentences naming it; never a sentence that names the rival."""
+    openings = {}
+    for s in evidence:
+        openings.setdefault(s.passage, s)
+    own = {p for p, s in openings.items() if mentions(s.text, option)}
+    said = [s for s in evidence if (s.passage in own or mentions(s.text, option)
+                                    and not own) and not mentions(s.text, rival)]
+    return set().union(*(content_stems(s.text) for s in said))
+
+
+def stated_option(question: str, options: list[str],
+                  evidence: list[EvidenceSentence], margin: int = STATED_MARGIN) -> str | None:
+    """`choose.stated_option`: of a question's two options, the one whose own evidence states
+    `margin` or more of the question's words (the options' own words aside) than the
+    other's; None when the question compares them by a date, an amount or a relation
+    ("closer"), or neither leads."""
+    asked = _asked(question, options)
+    if len(options) != 2 or COMPARISON.search(asked) or _RELATIVE.search(asked):
         return None
-    slot.ruling = "supported" if decided == slot.text else "contradicted"
-    slot.chosen = None if decided == slot.text else decided
-    what = "dates" if rule == "choose.compare" else "amounts"
+    words = content_stems(asked) - content_stems(" ".join(options))
+    stated = [len(words & _said_of(option, rival, evidence))
+              for option, rival in (options, options[::-1])]
+    if abs(stated[0] - stated[1]) < max(margin, 1):
+        return None
+    return options[stated.index(max(stated))]
+
+
+def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
+                 on=lambda rule: True, sentence: str = "") -> tuple[str, str] | None:
+    """`choose.compare`: "which was started first, A or B?" is decided by the dates the
+    evidence gives each option, (`choose.compare_amounts`) "which has more species?" by the
+    counts it gives them, and (`choose.stated_option`) "which documentary is about Finnish
+    rock groups?" by the question's words each option's evidence states, not by the model;
+    the slot's ruling and note are set, and (the deciding rule, the option) returned (None:
+    nothing decided, and the answer stays unverified). An answer `sentence` that negates its
+    option ("A is not about rock groups") is kept: a swap would keep its "not"."""
+    options = comparison_options(question)
+    rule, decided = "choose.compare", None
+    if on("choose.compare"):
+        decided = compare_by_dates(question, options, evidence)
+    if decided is None and on("choose.compare_amounts"):
+        rule, decided = "choose.compare_amounts", compare_by_amounts(question, options, evidence)
+    if decided is None and on("choose.stated_option"):
+        rule, decided = "choose.stated_option", stated_option(question, options, evidence)
+    own = next((o for o in options if slot.text in option_ends(o)), slot.text)
+    if decided is None:
+        slot.ruling = "unverified"
+        slot.note = "the evidence decides between the options neither by a date or amount " \
+                    "for each nor by stating more of the question's words of one"
+        return None
+    what = {"choose.compare": "dates", "choose.compare_amounts": "amounts"}.get(
+        rule, "statements of the question's words")
     slot.note = f"by the evidence's {what}, {decided!r} is the answer"
+    if negations(_asked(sentence, options)):  # "A is not about rock groups": neither A nor B
+        slot.ruling = "unverified"
+        slot.note += f"; the answer negates {slot.text!r}: kept as it is"
+        return rule, decided
+    slot.ruling = "supported" if decided == own else "contradicted"
+    slot.chosen = None if decided == own else evidence_form(decided, evidence)
     return rule, decided

@@ -33,7 +33,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
          "choose.date_year", "choose.frame_first", "choose.year_bound",
-         "choose.place_for_place", "choose.asked_rank", "choose.either",
+         "choose.place_for_place", "choose.asked_rank", "choose.either", "choose.stated_option",
          "choose.read_answer", "choose.read_vote"}
 QUIET = set(FIRES)
 
@@ -994,15 +994,45 @@ def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_
     assert not either_question("Which band has more members, Saint Motel or Curve?")
     assert not either_question("Which film is the latest, Jaws or Alien?")
     assert either_question("Which forest is in Ohio, Wayne National Forest or Black Forest?")
-    on = {"choose.either": True}  # off by default
+    on = {"choose.either": True, "choose.stated_option": False}  # the chooser, not the words
     fixed, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester", **on)
     assert fixed.answer == "Mark Lester" and fixed.trace.ruled("choose.either", "f0.0")
     assert _offered(engine) == ["Ken Loach", "Mark Lester", "not stated"]
     kept, _ = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Mark Lester", "Mark Lester", **on)
     assert kept.answer == "Mark Lester" and kept.trace.facts[0].slots[0].ruling == "supported"
-    off, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester")
+    off, engine = _answer(DIRECTOR_CORPUS, DIRECTOR_QUESTION, "Ken Loach", "Mark Lester",
+                          **{"choose.stated_option": False})
     assert off.answer == "Ken Loach" and not off.trace.ruled("choose.either")
     assert not engine.of("ChooseValue")
+
+
+UNIVERSITY_CORPUS = LocalCorpus.from_texts({
+    "bc.txt": "Boston College is a private Jesuit research university located in the village of "
+              "Chestnut Hill, Massachusetts. It has about 9,300 students.",
+    "su.txt": "Stanford University is a private research university in Stanford, California. It "
+              "was founded in 1885.",
+})
+UNIVERSITY_QUESTION = "Which private research university is located in Chestnut Hill, " \
+                      "Massachusetts Boston College or Stanford University?"
+
+
+def test_which_option_a_statement_holds_for_is_decided_by_the_question_words_each_states():
+    # the case that motivated it: HaluEval extra tuning item 45 (the chooser fixed none of
+    # such answers and broke a right one: `choose.either`, off)
+    draft = "Stanford University is located in Chestnut Hill."
+    fixed, engine = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University")
+    assert fixed.answer == "Boston College is located in Chestnut Hill."
+    assert fixed.trace.ruled("choose.stated_option", "f0.0") and not engine.of("ChooseValue")
+    kept, engine = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
+                           "Stanford University")
+    assert kept.answer == "Boston College" and not engine.of("ChooseValue")
+    assert kept.trace.facts[0].slots[0].ruling == "supported"
+    denied = "Stanford University is not in Massachusetts."
+    negated, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, denied, "Stanford University")
+    assert negated.answer == denied and negated.trace.facts[0].slots[0].ruling == "unverified"
+    off, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University",
+                     **{"choose.stated_option": False})
+    assert off.answer == draft and not off.trace.ruled("choose.stated_option")
 
 
 

@@ -7,11 +7,13 @@ from test_choice import pick, short
 from serc_dspy import LocalCorpus
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.comparisons import (
+    choice_question,
     compare_by_amounts,
     compare_by_dates,
     compare_slot,
     comparison_options,
     mentions,
+    stated_option,
 )
 from serc_dspy.rules.slots import EvidenceSentence
 
@@ -30,6 +32,22 @@ def test_the_options_of_a_comparison_question():
         "Pablo Trapero", "Aleksander Ford"]
     assert comparison_options("Are Wenling and Xinzheng both in China, or not?") == []
     assert comparison_options("Which is older, the lake?") == []
+    # the options in the middle, after a verb, or after "between" (HaluEval extra tuning
+    # items 114, 78 and 323, 101)
+    assert comparison_options("Which musician, Edwyn Collins or Jimmie Ross, played the bass "
+                              "guitar?") == ["Edwyn Collins", "Jimmie Ross"]
+    assert comparison_options("Which city is larger, Dallas or Austin, Texas?") == [
+        "Dallas", "Austin, Texas"]
+    hospital = "Is Children's Hospital or MedStar Center the largest private hospital in Ohio?"
+    assert comparison_options(hospital) == ["Children's Hospital", "MedStar Center"]
+    assert comparison_options("Is Advanced Micro Devices or Level 3 Communications "
+                              "headquartered further west?")[1] == "Level 3 Communications"
+    assert comparison_options("Between two tennis players Kim Clijsters and Mary Pierce, who "
+                              "is older?") == ["Kim Clijsters", "Mary Pierce"]
+    # a choice between two lower-case kinds, or two years, names no options
+    assert comparison_options("Was the president a democrat or a republican?") == []
+    assert comparison_options("Between 1990 and 2000, which film won?") == []
+    assert choice_question(hospital) and not choice_question("Is Paris in France?")
 
 
 def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
@@ -91,7 +109,8 @@ def test_the_slot_is_decided_by_dates_before_amounts_and_says_which():
     assert slot.ruling == "contradicted" and slot.chosen == "Quercus"
     assert "amounts" in slot.note
     unread = Slot(kind="name", text="Fagus", start=0)
-    assert compare_slot(question, unread, evidence, amounts=False) is None
+    assert compare_slot(question, unread, evidence,
+                        on=lambda rule: rule != "choose.compare_amounts") is None
     assert unread.ruling == "unverified"
 
 
@@ -112,3 +131,35 @@ def test_a_count_comparison_answer_is_corrected_with_no_choice_call():
     off, _ = short(question, "Fagus", pick("Quercus"), retriever=CORPUS,
                    rules={"choose.compare_amounts": False})
     assert off.answer == "Fagus" and not off.trace.ruled("choose.compare_amounts")
+
+
+def test_a_statements_option_is_the_one_whose_own_passage_states_more_of_the_question():
+    # HaluEval extra tuning items 27 and 45: each option's Wikipedia opening is its passage
+    evidence = [EvidenceSentence(text=t, passage=p, offset=0) for t, p in (
+        ("Adam Clayton Powell is a 1989 American documentary film.", 0),
+        ("It was nominated for an Academy Award.", 0),
+        ("The Saimaa Gesture is a 1981 Finnish documentary film.", 1),
+        ("It follows three rock groups on a lake tour.", 1))]
+    question = "Which documentary is about Finnish rock groups, Adam Clayton Powell or The " \
+               "Saimaa Gesture?"
+    assert decided(stated_option, question, evidence) == "The Saimaa Gesture"
+    # no lead, or a relation between the two ("closer"), or a date comparison: no decision
+    assert decided(stated_option, "Which documentary is a film, Adam Clayton Powell or The "
+                   "Saimaa Gesture?", evidence) is None
+    assert decided(stated_option, "Which documentary is closer to Finnish rock groups, Adam "
+                   "Clayton Powell or The Saimaa Gesture?", evidence) is None
+    assert decided(stated_option, "Which documentary about rock groups came first, Adam "
+                   "Clayton Powell or The Saimaa Gesture?", evidence) is None
+    # a sentence that names both options says nothing of either
+    both = said("The Saimaa Gesture and Adam Clayton Powell are Finnish rock films.")
+    assert decided(stated_option, question, both) is None
+
+
+def test_a_negated_comparison_answer_is_kept_whichever_option_the_evidence_takes():
+    question = "Which genus has more species, Fagus or Quercus?"
+    evidence = said("Quercus is a genus of about 500 species.", "Fagus has ten species.")
+    for draft in ("Fagus does not have more species.", "Quercus does not have more species."):
+        slot = Slot(kind="name", text=draft.split()[0], start=0)
+        assert compare_slot(question, slot, evidence, sentence=draft) == (
+            "choose.compare_amounts", "Quercus")
+        assert slot.ruling == "unverified" and slot.chosen is None and "negates" in slot.note

@@ -16,7 +16,7 @@ from serc_dspy.rules.answers import (
     typed_ruling,
 )
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
-from serc_dspy.rules.comparisons import compare_slot, either_question
+from serc_dspy.rules.comparisons import COMPARING, compare_slot, either_question
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, sentence_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
@@ -83,19 +83,21 @@ class ShortAnswers:
                     candidates = await self.read_answer(
                         run, fact, slot, candidates, evidence, shown_sentences,
                         sentence[slot.start + len(slot.text):], read)
-                if question_kind(question) == "comparison" and run.on("choose.compare"):
+                if question_kind(question) == "comparison" and any(map(run.on, COMPARING)):
                     slot.candidates = candidates
-                    decided = compare_slot(question, slot, evidence,
-                                           amounts=run.on("choose.compare_amounts"))
+                    decided = compare_slot(question, slot, evidence, run.on, sentence)
                     if decided is not None:
                         run.rule(decided[0], fact.id, before=slot.text, after=decided[1],
                                  detail=slot.note)
-                    if decided is not None or not (run.on("choose.either") and
-                                                   either_question(question)):
                         continue
+                    either = run.on("choose.either") and either_question(question)
+                    if run.on("choose.compare") and not either:
+                        continue  # undecided: unverified, with no choice call
                     slot.ruling, slot.note = "unverified", ""  # the chooser picks the option
-                    run.rule("choose.either", fact.id, before=slot.text, detail="the question "
-                             "asks which of its two options a statement holds for: chosen")
+                    if either:
+                        run.rule("choose.either", fact.id, before=slot.text, detail="the "
+                                 "question asks which of its two options a statement holds "
+                                 "for: chosen")
                 listed = {(s.passage, s.offset) for s in shown_sentences}
                 extra = [s for s in evidence if (s.passage, s.offset) not in listed and any(
                     c.passage == s.passage and s.offset <= (c.offset or 0) <
