@@ -58,7 +58,8 @@ register(
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option (in the "
          "first sentence that names it, each of its words if not in a row, and not the "
-         "other), with no choice call; with no year for each, it stays unverified", "the "
+         "other), with no choice call; with no year for each, it stays unverified, and a negated "
+         "answer is kept, unverified (a swap would keep its \"not\")", "the "
          "1.5B chooser swapped 3 of 4 right comparison answers of HaluEval's tuning split for "
          "the wrong option", found_on="HaluEval tuning items 1, 6, 9"),
     Rule("choose.compare_amounts", "a short answer to a comparison of counts (\"which has more "
