@@ -15,6 +15,7 @@ from serc_dspy.rules.comparisons import (
     comparison_question,
     evidence_form,
     option_ends,
+    option_slot,
 )
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
@@ -203,11 +204,8 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     itself, without its final stop."""
     kind = question_kind(question)
     wanted = _WANTED.get(kind, ())
-    if kind == "comparison":
-        for option in comparison_options(question):
-            named = next((end for end in option_ends(option) if _count(sentence, end)), "")
-            if named and _count(sentence, named) == 1:
-                return [Slot(kind="name", text=named, start=sentence.find(named))]
+    if kind == "comparison" and (named := option_slot(question, sentence)) is not None:
+        return named
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
     noun = titled(question) if on("choose.asked_type") else ""

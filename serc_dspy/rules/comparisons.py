@@ -13,9 +13,9 @@ import re
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
+from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence, _count
 from serc_dspy.rules.units import in_metres
-from serc_dspy.rules.words import STOP, content_stems, negations, stem, words_of
+from serc_dspy.rules.words import MONTHS, STOP, content_stems, negations, stem, words_of
 
 COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
@@ -43,6 +43,9 @@ _RELATIVE = re.compile(r"\b(?:closer|nearer|farther|further|[a-z]{3,}er\s+than)\
                        re.IGNORECASE)
 """Words that compare two options to each other ("closer to Cleveland", "further west"): the
 evidence states no such words of either (`stated_option`)."""
+_MONTH_NAMES = "|".join(sorted((m.capitalize() for m in MONTHS), key=len, reverse=True))
+_GLUED_YEAR = re.compile(rf"(?<!\d)(1\d{{3}}|20\d{{2}})(?=[0-3]?\d\s+(?:{_MONTH_NAMES})\b)")
+"""A year glued to the day that follows it, a life span's dash lost ("188926 May 1976")."""
 COMPARING = ("choose.compare", "choose.compare_amounts", "choose.stated_option")
 """The rules that decide a comparison from the evidence, with no choice call."""
 STATED_MARGIN = 1
@@ -136,8 +139,9 @@ def comparison_options(question: str) -> list[str]:
 
 
 def _two(first: str, second: str) -> list[str]:
-    """Two options, trimmed; [] unless both are named and differ."""
-    options = [first.strip(" ,:"), second.strip(" ,:")]
+    """Two options, trimmed, without a lower-case "the" ("the Chien-gris": a draft's "The
+    Chinese Crested Dog" takes "Chien-gris"); [] unless both are named and differ."""
+    options = [re.sub(r"^the\s+", "", option.strip(" ,:")) for option in (first, second)]
     return options if all(options) and options[0].lower() != options[1].lower() else []
 
 
@@ -146,6 +150,29 @@ def option_ends(option: str) -> list[str]:
     Massachusetts Boston College or ...?": "Boston College" is the option)."""
     words = option.split()
     return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
+
+
+def names_option(sentence: str, option: str) -> bool:
+    """Whether a draft sentence names an option: one of its ends (`option_ends`), or its last
+    word alone ("... younger than Elytis" names Odysseas Elytis)."""
+    last = option.split()[-1] if option.split() else ""
+    named = option_ends(option) + ([last] if len(last) > 2 and last.lower() not in STOP else [])
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", sentence) for n in named)
+
+
+def option_slot(question: str, sentence: str) -> list[Slot] | None:
+    """A comparison answer's slot: the option the draft sentence names, by its longest end
+    named once; [] where it names both ("Curve has more members than Saint Motel": no one
+    value to swap, and either option alone would be ruled as if it were the answer); None
+    where it names neither."""
+    options = comparison_options(question)
+    if options and all(names_option(sentence, option) for option in options):
+        return []
+    for option in options:
+        named = next((end for end in option_ends(option) if _count(sentence, end)), "")
+        if named and _count(sentence, named) == 1:
+            return [Slot(kind="name", text=named, start=sentence.find(named))]
+    return None
 
 
 def evidence_form(option: str, evidence: list[EvidenceSentence]) -> str:
@@ -224,8 +251,8 @@ def compare_by_dates(question: str, options: list[str],
         return None
     years = []
     for option, rival in (options, options[::-1]):
-        found = next((int(m.group(0)) for s in _own_sentences(option, rival, evidence)
-                      for m in [_YEAR.search(s.text)] if m), None)
+        found = next((year for s in _own_sentences(option, rival, evidence)
+                      if (year := _first_year(s.text)) is not None), None)
         if found is None:
             return None
         years.append(found)
@@ -233,6 +260,13 @@ def compare_by_dates(question: str, options: list[str],
         return None
     pick = min if earlier else max
     return options[years.index(pick(years))]
+
+
+def _first_year(text: str) -> int | None:
+    """The first year of a sentence, also where a life span lost its dash ("(26 September
+    188926 May 1976)": 1889, as six of HaluEval's 500 tuning items print one)."""
+    found = [m for m in (_YEAR.search(text), _GLUED_YEAR.search(text)) if m]
+    return int(min(found, key=lambda m: m.start()).group(1)) if found else None
 
 
 def _amount(number: re.Match[str]) -> float:
@@ -291,16 +325,23 @@ def compare_by_amounts(question: str, options: list[str],
 
 
 def _said_of(option: str, rival: str, evidence: list[EvidenceSentence]) -> set[str]:
-    """The content stems of what the evidence says of an option: every sentence of each
-    passage that opens by naming it (its later sentences say "he" or "the band"), or, with no
-    such passage, the sentences naming it; never a sentence that names the rival."""
-    openings = {}
-    for s in evidence:
-        openings.setdefault(s.passage, s)
-    own = {p for p, s in openings.items() if mentions(s.text, option)}
-    said = [s for s in evidence if (s.passage in own or mentions(s.text, option)
-                                    and not own) and not mentions(s.text, rival)]
-    return set().union(*(content_stems(s.text) for s in said))
+    """The content stems of what the evidence says of an option: each sentence that names it
+    and not the rival, and the sentences after it in its passage that open on a function word
+    ("It is a documentary of three Finnish rock groups ..."), up to one that names something
+    else or the rival. Knowledge sources pack several paragraphs into one passage, so a
+    passage is no option's own."""
+    said: list[str] = []
+    following = False
+    for k, s in enumerate(evidence):
+        following = following and s.passage == evidence[k - 1].passage and \
+            (words_of(s.text)[:1] or [""])[0].lower() in STOP
+        if mentions(s.text, rival):
+            following = False
+        elif mentions(s.text, option):
+            following = True
+        if following:
+            said.append(s.text)
+    return set().union(*(content_stems(text) for text in said))
 
 
 def stated_option(question: str, options: list[str],

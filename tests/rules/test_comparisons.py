@@ -13,6 +13,7 @@ from serc_dspy.rules.comparisons import (
     compare_slot,
     comparison_options,
     mentions,
+    option_slot,
     stated_option,
 )
 from serc_dspy.rules.slots import EvidenceSentence
@@ -48,6 +49,21 @@ def test_the_options_of_a_comparison_question():
     assert comparison_options("Was the president a democrat or a republican?") == []
     assert comparison_options("Between 1990 and 2000, which film won?") == []
     assert choice_question(hospital) and not choice_question("Is Paris in France?")
+    # a lower-case "the" is no part of an option ("The Chinese Crested Dog" takes "Chien-gris")
+    assert comparison_options("Which breed of dog is now extinct: Chinese Crested Dog or the "
+                              "Chien-gris?") == ["Chinese Crested Dog", "Chien-gris"]
+
+
+def test_a_comparison_answer_naming_both_options_has_no_slot_to_swap():
+    # HaluEval extra tuning: "Cornel West is younger than Elytis." became "Odysseas Elytis is
+    # younger than Elytis.", and "Lee Ranaldo is younger than Mary Ramsey." was ruled supported
+    # as if it answered "Mary Ramsey"
+    question = "Who was born first, Odysseas Elytis or Cornel West?"
+    assert option_slot(question, "Cornel West is younger than Elytis.") == []
+    assert option_slot(question, "Both Odysseas Elytis and Cornel West wrote poems.") == []
+    assert [s.text for s in option_slot(question, "Cornel West was born first.")] == [
+        "Cornel West"]
+    assert option_slot(question, "Neither was.") is None
 
 
 def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
@@ -70,6 +86,12 @@ def test_a_date_comparison_reads_each_options_first_year_where_its_name_is_spelt
     both = said("Anna Kournikova and Natalia Zvereva met in 1997.",
                 "Natalia Zvereva is a Belarusian player.")
     assert decided(compare_by_dates, question, both) is None
+    # a life span whose dash was lost ("188926 May 1976", six HaluEval tuning items) gives
+    # its first year, not its last
+    glued = said("Martin Heidegger (26 September 188926 May 1976) was a German philosopher.",
+                 "Lydia Davis (born July 15, 1947) is an American writer.")
+    assert decided(compare_by_dates, "Who was born first, Martin Heidegger or Lydia Davis?",
+                   glued) == "Martin Heidegger"
 
 
 def test_a_comparison_of_counts_reads_the_number_before_the_counted_noun():
@@ -90,11 +112,9 @@ def test_a_comparison_of_lengths_compares_metres_whatever_the_unit():
     evidence = said("The Singer Building rose 612 feet above Broadway.",
                     "The Woolworth Building is 241 m tall.")
     question = "Which is taller, the Singer Building or the Woolworth Building?"
-    assert decided(compare_by_amounts, question, evidence) == \
-        "the Woolworth Building"
+    assert decided(compare_by_amounts, question, evidence) == "Woolworth Building"
     shorter = "Which is shorter, the Singer Building or the Woolworth Building?"
-    assert decided(compare_by_amounts, shorter, evidence) == \
-        "the Singer Building"
+    assert decided(compare_by_amounts, shorter, evidence) == "Singer Building"
     # "ranked 5 in the world" counts no inches
     ranked = said("The Singer Building ranked 5 in the world.", "The Woolworth Building is "
                   "241 m tall.")
@@ -153,6 +173,14 @@ def test_a_statements_option_is_the_one_whose_own_passage_states_more_of_the_que
     # a sentence that names both options says nothing of either
     both = said("The Saimaa Gesture and Adam Clayton Powell are Finnish rock films.")
     assert decided(stated_option, question, both) is None
+    # one passage holding both openings (a knowledge source packs paragraphs): a sentence
+    # that names neither belongs to the option before it, up to one that names something
+    packed = said("Adam Clayton Powell is a 1989 American documentary film.",
+                  "The Saimaa Gesture is a 1981 Finnish film.",
+                  "It is a documentary of three rock groups on tour.",
+                  "Lake Saimaa is a lake in Finland, home to rock groups.")
+    assert decided(stated_option, question, packed) == "The Saimaa Gesture"
+    assert decided(stated_option, question, packed[:2] + packed[3:]) is None
 
 
 def test_a_negated_comparison_answer_is_kept_whichever_option_the_evidence_takes():
