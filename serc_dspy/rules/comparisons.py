@@ -32,6 +32,8 @@ EITHER_WORDS = 6
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
 _LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
                     r"\b", re.IGNORECASE)
+_MORE = re.compile(r"\b(?:more|larger|bigger|higher|longer|taller|greater)\b", re.IGNORECASE)
+_FEWER = re.compile(r"\b(?:fewer|less|smaller|lower|shorter)\b", re.IGNORECASE)
 _COUNTED = re.compile(r"\b(more|fewer|less)\s+([^\W\d_]+)", re.IGNORECASE)
 """A count compared ("has more species", "fewer members"): the noun after the word is what
 both options' numbers must count."""
@@ -61,8 +63,10 @@ register(
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option (in the "
          "first sentence that names it, each of its words if not in a row, and not the "
-         "other), with no choice call; with no year for each, it stays unverified, and a negated "
-         "answer is kept, unverified (a swap would keep its \"not\")", "the "
+         "other), with no choice call; with no year for each, it stays unverified, a negated "
+         "answer is kept, unverified (a swap would keep its \"not\"), and an answer worded "
+         "the other way round (\"A is younger\" for \"who is older?\") names the other "
+         "option", "the "
          "1.5B chooser swapped 3 of 4 right comparison answers of HaluEval's tuning split for "
          "the wrong option", found_on="HaluEval tuning items 1, 6, 9"),
     Rule("choose.compare_amounts", "a short answer to a comparison of counts (\"which has more "
@@ -391,6 +395,25 @@ def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
         slot.ruling = "unverified"
         slot.note += f"; the answer negates {slot.text!r}: kept as it is"
         return rule, decided
+    other = next((o for o in options if o != own), None)
+    if own in options and other and _reversed(rule, _asked(question, options),
+                                              _asked(sentence, options)):
+        # "Kim Clijsters is two years younger." for "who is older?" answers the other option
+        slot.ruling = "contradicted" if decided == own else "supported"
+        slot.chosen = evidence_form(other, evidence) if decided == own else None
+        slot.note += f"; the answer words it the other way round: it names {other!r}"
+        return rule, decided
     slot.ruling = "supported" if decided == own else "contradicted"
     slot.chosen = None if decided == own else evidence_form(decided, evidence)
     return rule, decided
+
+
+def _reversed(rule: str, question: str, sentence: str) -> bool:
+    """Whether the answer compares the other way round from the question ("younger" for
+    "older", "fewer" for "more"), by the words of the rule's scale."""
+    scale = {"choose.compare": (_EARLIER, _LATER),
+             "choose.compare_amounts": (_MORE, _FEWER)}.get(rule)
+    if scale is None:
+        return False
+    asked, said = ([bool(p.search(text)) for p in scale] for text in (question, sentence))
+    return sum(asked) == 1 and sum(said) == 1 and asked != said

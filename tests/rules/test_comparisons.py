@@ -191,3 +191,19 @@ def test_a_negated_comparison_answer_is_kept_whichever_option_the_evidence_takes
         assert compare_slot(question, slot, evidence, sentence=draft) == (
             "choose.compare_amounts", "Quercus")
         assert slot.ruling == "unverified" and slot.chosen is None and "negates" in slot.note
+
+
+def test_an_answer_worded_the_other_way_round_names_the_other_option():
+    # HaluEval extra tuning: "Kim Clijsters is two years younger." for "who is older?" says
+    # Mary Pierce is; swapping its name had made it wrong
+    question = "Between two tennis players Kim Clijsters and Mary Pierce, who is older?"
+    evidence = said("Kim Clijsters (born 8 June 1983) is a Belgian player.",
+                    "Mary Pierce (born 15 January 1975) is a French player.")
+    draft = "Kim Clijsters is two years younger."
+    kept = Slot(kind="name", text="Kim Clijsters", start=0)
+    assert compare_slot(question, kept, evidence, sentence=draft) == ("choose.compare",
+                                                                      "Mary Pierce")
+    assert kept.ruling == "supported" and "other way round" in kept.note
+    wrong = Slot(kind="name", text="Mary Pierce", start=0)
+    compare_slot(question, wrong, evidence, sentence="Mary Pierce is two years younger.")
+    assert wrong.ruling == "contradicted" and wrong.chosen == "Kim Clijsters"
