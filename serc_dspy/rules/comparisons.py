@@ -82,9 +82,9 @@ register(
          "a statement holds for (\"Which documentary is about Finnish rock groups, A or B?\", "
          "\"Is A or B the largest private hospital in Washington?\"), where no date or amount "
          "decides it and no word compares the two (\"closer\", \"further west\"), is decided "
-         "by the option whose own evidence (the passage that opens by naming it, else the "
-         "sentences naming it; never a sentence naming the other) states more of the "
-         "question's words, by at least `stated_margin`; with no such lead it stays "
+         "by the option whose own evidence (each sentence naming it and not the other, and "
+         "the sentences after it that open on a function word, \"It is ...\") states more "
+         "of the question's words, by at least `stated_margin`; with no such lead it stays "
          "unverified. A negated answer (\"A is not about rock groups\") is never swapped",
          "such questions were left unverified (`choose.either`, the chooser between the two "
          "options, fixed none and broke a right answer); HaluEval builds them from the two "
