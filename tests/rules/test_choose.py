@@ -33,8 +33,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.asked_noun", "choose.after_frame", "choose.pooled",
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
          "choose.date_year", "choose.frame_first", "choose.year_bound",
-         "choose.place_for_place", "choose.asked_rank", "choose.either", "choose.stated_option",
-         "choose.read_answer", "choose.read_vote"}
+         "choose.place_for_place", "choose.asked_rank", "choose.either",
+         "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -827,6 +827,26 @@ def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
     off, _ = _answer(CITIES_CORPUS, BOTH, "Wenling is in Japan.", "not stated",
                      **{"choose.both": False})
     assert off.answer == "Wenling is in Japan." and not off.trace.ruled("choose.both")
+
+
+FILMMAKERS_CORPUS = LocalCorpus.from_texts({
+    "c.txt": "Chris Carter (born October 13, 1956) is an American television and film producer.",
+    "t.txt": "Theo van Gogh (23 July 1957 - 2 November 2004) was a Dutch film director.",
+})
+SAME_NATIONALITY = "Do filmmakers Chris Carter and Theo van Gogh share the same nationality?"
+
+
+def test_a_same_question_is_answered_by_the_value_each_options_opening_states():
+    # HaluEval extra tuning item 367: "no" stands in no passage, but "American" and "Dutch" do
+    fixed, engine = _answer(FILMMAKERS_CORPUS, SAME_NATIONALITY, "Yes, both were born in "
+                            "America.", "not stated")
+    assert fixed.answer == "No, Chris Carter is American and Theo van Gogh is Dutch."
+    assert fixed.trace.ruled("choose.same_value", "f0.0") and engine.of("ChooseValue") == []
+    kept, _ = _answer(FILMMAKERS_CORPUS, SAME_NATIONALITY, "No.", "not stated")
+    assert kept.answer == "No." and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    off, _ = _answer(FILMMAKERS_CORPUS, SAME_NATIONALITY, "Yes.", "not stated",
+                     **{"choose.same_value": False})
+    assert off.answer == "Yes." and not off.trace.ruled("choose.same_value")
 
 
 STORES_CORPUS = LocalCorpus.from_texts({

@@ -20,7 +20,7 @@ from serc_dspy.rules.comparisons import COMPARING, compare_slot, either_question
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, sentence_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
-from serc_dspy.rules.yesno import both_slot
+from serc_dspy.rules.yesno import YES_NO
 from serc_dspy.runtime.steps import Run
 
 MAX_SENTENCES = 6
@@ -45,14 +45,17 @@ class ShortAnswers:
             sentence = run.trace.sentences[fact.sentence].text
             slot = sentence_slot(question, sentence, read) if read else None
             slots = [slot] if slot else answer_slots(question, sentence, run.on)
-            both = both_slot(question, sentence, evidence) if not slots and \
-                len(facts) == 1 and run.on("choose.both") else None
-            if both is not None:  # "Are A and B both P?": the evidence states P of each
-                run.rule("choose.both", fact.id, before=both.text, after=both.chosen or
-                         "SUPPORTED", detail=both.note)
+            # "Are A and B both P?", "... of the same nationality?": the passages decide
+            rule, both = next(((r, found) for r, read_yes_no in YES_NO if not slots and
+                               len(facts) == 1 and run.on(r) and
+                               (found := read_yes_no(question, sentence, evidence))),
+                              ("", None))
+            if both is not None:
+                run.rule(rule, fact.id, before=both.text, after=both.chosen or "SUPPORTED",
+                         detail=both.note)
                 fact.slots = [both]
                 if both.ruling == "supported":  # no choice was asked: the passages said it
-                    fact.settle("choose.both", verdict="SUPPORTED")
+                    fact.settle(rule, verdict="SUPPORTED")
                 else:
                     self.decide(run, fact)
                 continue
