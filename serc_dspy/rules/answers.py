@@ -10,13 +10,6 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
-from serc_dspy.rules.comparisons import (
-    comparison_options,
-    comparison_question,
-    evidence_form,
-    option_ends,
-    option_slot,
-)
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.ranking import rank_by_question
@@ -33,6 +26,13 @@ from serc_dspy.rules.slots import (
     spans,
 )
 from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles, titled_value
+from serc_dspy.rules.two_options import (
+    comparison_options,
+    comparison_question,
+    evidence_form,
+    option_ends,
+    option_slot,
+)
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
 QUESTION_KINDS = ("comparison", "yes/no", "date", "number", "place", "person", "other")

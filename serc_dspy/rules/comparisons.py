@@ -10,30 +10,27 @@ from __future__ import annotations
 
 import re
 
-from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence, _count
+from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
+from serc_dspy.rules.two_options import (
+    COMPARISON,
+    EARLIER,
+    FEWER,
+    LATER,
+    MORE,
+    RELATIVE,
+    comparison_options,
+    evidence_form,
+    exchanged,
+    mentions,
+    names_option,
+    option_ends,
+    without_options,
+)
 from serc_dspy.rules.units import in_metres
 from serc_dspy.rules.words import MONTHS, STOP, content_stems, negations, stem, words_of
 
-COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
-                        r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
-"""The words that make a question naming two options ("A or B") a comparison."""
-_ORDERING = re.compile(r"\b(?:most|least|best|worst|[a-z]{3,}est|closer|nearer|farther|further|"
-                       r"[a-z]{3,}er\s+than)\b", re.IGNORECASE)
-"""Words that rank two options on a scale ("largest", "closer", "bigger than"): such a question
-is no question of which option a statement is true of (`either_question`)."""
-_NOT_ORDERING = frozenset({"interest", "west", "forest", "honest", "request", "contest", "guest",
-                           "protest"})
-"""Words ending in "est" that rank nothing."""
-EITHER_WORDS = 6
-"""Words at most in each option of "Which ..., A or B?" (`either_question`)."""
-_EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
-_LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
-                    r"\b", re.IGNORECASE)
-_MORE = re.compile(r"\b(?:more|larger|bigger|higher|longer|taller|greater)\b", re.IGNORECASE)
-_FEWER = re.compile(r"\b(?:fewer|less|smaller|lower|shorter)\b", re.IGNORECASE)
 _COUNTED = re.compile(r"\b(more|fewer|less)\s+([^\W\d_]+)", re.IGNORECASE)
 """A count compared ("has more species", "fewer members"): the noun after the word is what
 both options' numbers must count."""
@@ -41,10 +38,6 @@ _MEASURED = {"taller": max, "higher": max, "longer": max, "shorter": min}
 """Comparisons of a length: the options' numbers must be lengths (pint's registry tells a
 length unit), compared in metres."""
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-_RELATIVE = re.compile(r"\b(?:closer|nearer|farther|further|[a-z]{3,}er\s+than)\b",
-                       re.IGNORECASE)
-"""Words that compare two options to each other ("closer to Cleveland", "further west"): the
-evidence states no such words of either (`stated_option`)."""
 _MONTH_NAMES = "|".join(sorted((m.capitalize() for m in MONTHS), key=len, reverse=True))
 _GLUED_YEAR = re.compile(rf"(?<!\d)(1\d{{3}}|20\d{{2}})(?=[0-3]?\d\s+(?:{_MONTH_NAMES})\b)")
 """A year glued to the day that follows it, a life span's dash lost ("188926 May 1976")."""
@@ -53,20 +46,15 @@ COMPARING = ("choose.compare", "choose.compare_amounts", "choose.stated_option")
 STATED_MARGIN = 1
 """Question words more that one option's own evidence must state than the other's
 (`choose.stated_option`)."""
-_CHOICE_VERB = re.compile(r"(?:is|was|are|were)\s+(?=\S)", re.IGNORECASE)
-"""A question opening on a verb: its "A or B" asks which, not whether."""
-_NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|for)\s+)?[A-Z0-9][\w'’.&-]*)*")
-"""The capitalised words of a name in a row ("Level 3 Communications", "MedStar Washington
-Hospital Center"), linking words inside it."""
-
 register(
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option (in the "
          "first sentence that names it, each of its words if not in a row, and not the "
          "other), with no choice call; with no year for each, it stays unverified, a negated "
-         "answer is kept, unverified (a swap would keep its \"not\"), and an answer worded "
+         "answer is kept, unverified (a swap would keep its \"not\"), an answer worded "
          "the other way round (\"A is younger\" for \"who is older?\") names the other "
-         "option", "the "
+         "option, and one that ranks both options (\"A is older than B\") has the two "
+         "swapped", "the "
          "1.5B chooser swapped 3 of 4 right comparison answers of HaluEval's tuning split for "
          "the wrong option", found_on="HaluEval tuning items 1, 6, 9"),
     Rule("choose.compare_amounts", "a short answer to a comparison of counts (\"which has more "
@@ -104,143 +92,9 @@ register(
 )
 
 
-def comparison_options(question: str) -> list[str]:
-    """The two options a comparison question names ("... started first Arthur's Magazine or
-    First for Women?" -> both names; "Which musician, A or B, played bass?"; "Is A or B the
-    largest ...?"; "Between A and B, who is older?"); [] when it names none."""
-    text = " ".join(question.strip().rstrip("?").split())
-    between = re.match(r"between\s+(.+?),\s*\S", text, re.IGNORECASE)
-    if between:  # "Between two tennis players Kim Clijsters and Mary Pierce, who ...?"
-        pair = re.sub(r"^(?:[a-z]+\s+)+", "", between.group(1))
-        first, _, second = pair.rpartition(" and ")
-        named = first[:1].isupper() and second[:1].isupper()  # "Between 1990 and 2000": none
-        return _two(first, second) if named else []
-    left, sep, right = text.rpartition(" or ")
-    if not sep:
-        return []
-    opening = _CHOICE_VERB.match(left)
-    if opening:  # "Is A or B headquartered further west?": B is the name after "or"
-        named = _NAME_RUN.match(right)
-        rest = right[named.end():].strip() if named else ""
-        return _two(left[opening.end():], named.group(0)) if named and rest else []
-    stated = re.match(r"([^,]+),\s*(?=[a-z])", right)
-    if stated and "," in left:  # "Which musician, A or B, played the bass guitar?"
-        right = stated.group(1)
-    marks = list(COMPARISON.finditer(left))
-    after = left[marks[-1].end():] if marks else ""
-    parts = [p.strip(" ,:") for p in re.split(r"[,:]", after)]
-    if after.strip(" ,:"):
-        # "founded first, Hole, the rock band that ..., or The Wolfhounds": "Hole"; "has
-        # more species, Fagus or Quercus": the counted noun comes first, then the option
-        opens_on_noun = not re.match(r"\s*[,:]", after) and len(parts) > 1
-        first = parts[1] if opens_on_noun else next(p for p in parts if p)
-    else:
-        cuts = [m.end() for m in re.finditer(r"[,:]\s*", left)]
-        first = left[max(cuts, default=0):].strip(" ,:")
-    if right.strip(" ,:").lower() in ("not", "no", "neither"):  # "... in X, or not?": yes/no
-        return []
-    return _two(first, right)
-
-
-def _two(first: str, second: str) -> list[str]:
-    """Two options, trimmed, without a lower-case "the" ("the Chien-gris": a draft's "The
-    Chinese Crested Dog" takes "Chien-gris"); [] unless both are named and differ."""
-    options = [re.sub(r"^the\s+", "", option.strip(" ,:")) for option in (first, second)]
-    return options if all(options) and options[0].lower() != options[1].lower() else []
-
-
-def option_ends(option: str) -> list[str]:
-    """An option and its ends of two words or more, longest first ("... in Chestnut Hill,
-    Massachusetts Boston College or ...?": "Boston College" is the option)."""
-    words = option.split()
-    return [" ".join(words[k:]) for k in range(max(len(words) - 1, 1))]
-
-
-def names_option(sentence: str, option: str) -> bool:
-    """Whether a draft sentence names an option: one of its ends (`option_ends`), or its last
-    word alone ("... younger than Elytis" names Odysseas Elytis)."""
-    last = option.split()[-1] if option.split() else ""
-    named = option_ends(option) + ([last] if len(last) > 2 and last.lower() not in STOP else [])
-    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", sentence) for n in named)
-
-
-def option_slot(question: str, sentence: str) -> list[Slot] | None:
-    """A comparison answer's slot: the option the draft sentence names, by its longest end
-    named once; [] where it names both ("Curve has more members than Saint Motel": no one
-    value to swap, and either option alone would be ruled as if it were the answer); None
-    where it names neither."""
-    options = comparison_options(question)
-    if options and all(names_option(sentence, option) for option in options):
-        return []
-    for option in options:
-        named = next((end for end in option_ends(option) if _count(sentence, end)), "")
-        if named and _count(sentence, named) == 1:
-            return [Slot(kind="name", text=named, start=sentence.find(named))]
-    return None
-
-
-def evidence_form(option: str, evidence: list[EvidenceSentence]) -> str:
-    """The longest end of an option that an evidence sentence names word for word; the option
-    itself when none does."""
-    return next((end for end in option_ends(option) if any(end in s.text for s in evidence)),
-                option)
-
-
-def comparison_question(question: str) -> bool:
-    """Whether a question asks which of two options: one that compares them ("... first, A or
-    B?"), or a choice between two it names (`choice_question`)."""
-    text = " ".join(question.split())
-    return " or " in text and bool(COMPARISON.search(text)) or choice_question(text)
-
-
-def choice_question(question: str) -> bool:
-    """Whether a question asks which of two named options without a word that compares them:
-    "Is A or B the largest private hospital ...?" (no yes or no answers it), "Between A and
-    B, who ...?", or a which-question of a statement (`either_question`)."""
-    text = " ".join(question.split())
-    return bool(re.match(r"(?:is|was|are|were|between)\s", text, re.IGNORECASE)) and \
-        bool(comparison_options(text)) or either_question(text)
-
-
-def either_question(question: str) -> bool:
-    """Whether a which/who/what question ends on two named options of which a statement holds
-    ("Which documentary is about Finnish rock groups, A or B?", "Which director is American, A
-    or B?"), with no word that compares or ranks them: the evidence says which option it is
-    true of, a reading the chooser can do (`choose.either`), unlike a ranking by dates or sizes
-    (`choose.compare`)."""
-    text = " ".join(question.split())
-    if not re.match(r"(?:which|who|whom|what)\b", text, re.IGNORECASE) or \
-            COMPARISON.search(text):
-        return False
-    if any(m.group(0).lower() not in _NOT_ORDERING for m in _ORDERING.finditer(text)):
-        return False
-    options = comparison_options(text)
-    return len(options) == 2 and all(
-        "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
-
-
-def mentions(text: str, option: str) -> bool:
-    """Whether a sentence names an option: its words in a row, accents and case aside, or
-    every word of a name of two words or more ("Anna Kournikova" in "Anna Sergeyevna
-    Kournikova", "The Love Bug" in "Love Bug"), function words aside."""
-    said, named = f" {normalise(text, fold=True)} ", normalise(option, fold=True)
-    if named and f" {named} " in said:
-        return True
-    words = [w for w in named.split() if w not in STOP]
-    return len(words) > 1 and all(f" {w} " in said for w in words)
-
-
 def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
     """The evidence sentences that name the option and not the other, in order."""
     return (s for s in evidence if mentions(s.text, option) and not mentions(s.text, rival))
-
-
-def _asked(question: str, options: list[str]) -> str:
-    """The question without its options' names: "First for Women" names an option, it asks
-    no order; "Taller Tales" asks no height."""
-    for option in options:
-        question = question.replace(option, " ")
-    return question
 
 
 def compare_by_dates(question: str, options: list[str],
@@ -249,8 +103,8 @@ def compare_by_dates(question: str, options: list[str],
     evidence's dates: each option's date is the first year of the first evidence sentence that
     names it and not the other option; None when the question compares no dates, an option has
     no year, or the years are equal."""
-    asked = _asked(question, options)
-    earlier, later = bool(_EARLIER.search(asked)), bool(_LATER.search(asked))
+    asked = without_options(question, options)
+    earlier, later = bool(EARLIER.search(asked)), bool(LATER.search(asked))
     if len(options) != 2 or earlier == later:
         return None
     years = []
@@ -310,7 +164,7 @@ def compare_by_amounts(question: str, options: list[str],
     """The option a comparison of counts or lengths picks by the evidence's amounts (the first
     of each option's own sentences); None when the question compares neither, an option has
     no amount, or the amounts are equal."""
-    asked = _asked(question, options)
+    asked = without_options(question, options)
     counted = _COUNTED.search(asked)
     measured = next((pick for word, pick in _MEASURED.items()
                      if word in {w.lower() for w in words_of(asked)}), None)
@@ -354,8 +208,8 @@ def stated_option(question: str, options: list[str],
     `margin` or more of the question's words (the options' own words aside) than the
     other's; None when the question compares them by a date, an amount or a relation
     ("closer"), or neither leads."""
-    asked = _asked(question, options)
-    if len(options) != 2 or COMPARISON.search(asked) or _RELATIVE.search(asked):
+    asked = without_options(question, options)
+    if len(options) != 2 or COMPARISON.search(asked) or RELATIVE.search(asked):
         return None
     words = content_stems(asked) - content_stems(" ".join(options))
     stated = [len(words & _said_of(option, rival, evidence))
@@ -391,28 +245,48 @@ def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
     what = {"choose.compare": "dates", "choose.compare_amounts": "amounts"}.get(
         rule, "statements of the question's words")
     slot.note = f"by the evidence's {what}, {decided!r} is the answer"
-    if negations(_asked(sentence, options)):  # "A is not about rock groups": neither A nor B
+    if negations(without_options(sentence, options)):  # "A is not about rock groups"
         slot.ruling = "unverified"
         slot.note += f"; the answer negates {slot.text!r}: kept as it is"
         return rule, decided
     other = next((o for o in options if o != own), None)
-    if own in options and other and _reversed(rule, _asked(question, options),
-                                              _asked(sentence, options)):
-        # "Kim Clijsters is two years younger." for "who is older?" answers the other option
-        slot.ruling = "contradicted" if decided == own else "supported"
-        slot.chosen = evidence_form(other, evidence) if decided == own else None
+    turned = bool(own in options and other and _reversed(
+        rule, without_options(question, options), without_options(sentence, options)))
+    answer = other if turned else own  # "A is two years younger" for "who is older?": B
+    if own in options and other and sentence and names_option(sentence, other):
+        return _both_named(rule, decided, slot, sentence.strip(), own, other, answer)
+    if turned:
         slot.note += f"; the answer words it the other way round: it names {other!r}"
-        return rule, decided
-    slot.ruling = "supported" if decided == own else "contradicted"
-    slot.chosen = None if decided == own else evidence_form(decided, evidence)
+    slot.ruling = "supported" if decided == answer else "contradicted"
+    slot.chosen = None if decided == answer else evidence_form(
+        other if turned else decided, evidence)
+    return rule, decided
+
+
+def _both_named(rule: str, decided: str, slot: Slot, sentence: str, own: str, other: str,
+                answer: str) -> tuple[str, str]:
+    """A comparison answer that names both options ("Lee Ranaldo is younger than Mary
+    Ramsey."): supported where the option it puts first (or, worded the other way round,
+    second) is the one decided; otherwise the whole sentence is the slot, and its correction
+    swaps the two names. No statement of the question's words ranks two options named
+    together: `choose.stated_option` leaves it unverified."""
+    if rule == "choose.stated_option":
+        slot.ruling = "unverified"
+        slot.note += "; the answer names both options"
+    elif decided == answer:
+        slot.ruling = "supported"
+    else:
+        slot.kind, slot.text, slot.start = "sentence", sentence, 0
+        slot.ruling, slot.chosen = "contradicted", exchanged(sentence, own, other)
+        slot.note += "; the answer names both options: they are swapped"
     return rule, decided
 
 
 def _reversed(rule: str, question: str, sentence: str) -> bool:
     """Whether the answer compares the other way round from the question ("younger" for
     "older", "fewer" for "more"), by the words of the rule's scale."""
-    scale = {"choose.compare": (_EARLIER, _LATER),
-             "choose.compare_amounts": (_MORE, _FEWER)}.get(rule)
+    scale = {"choose.compare": (EARLIER, LATER),
+             "choose.compare_amounts": (MORE, FEWER)}.get(rule)
     if scale is None:
         return False
     asked, said = ([bool(p.search(text)) for p in scale] for text in (question, sentence))

@@ -431,7 +431,7 @@ def test_a_short_answer_the_evidence_states_is_never_replaced_by_a_choice():
 ])
 def test_a_short_answers_slot_is_the_value_that_answers_the_question(question, draft, slot):
     from serc_dspy.rules.answers import answer_slots
-    from serc_dspy.rules.comparisons import comparison_options
+    from serc_dspy.rules.two_options import comparison_options
 
     assert [s.text for s in answer_slots(question, draft)] == [slot]
     if "Hole" in question:

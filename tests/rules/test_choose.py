@@ -1007,7 +1007,7 @@ DIRECTOR_QUESTION = "Which director is American, Mark Lester or Ken Loach?"
 def test_a_question_of_which_option_a_statement_holds_for_is_chosen_between_its_options():
     # the case that motivated it: HaluEval extra tuning items 27 and 28, typed by their head
     # word and offered the evidence's other names
-    from serc_dspy.rules.comparisons import either_question
+    from serc_dspy.rules.two_options import either_question
 
     assert either_question(DIRECTOR_QUESTION)
     assert not either_question("Which airport is closer to Cleveland, Ohio, A Airport or B?")

@@ -1,5 +1,6 @@
-"""`rules.comparisons`: a comparison question's two options, where the evidence names them,
-and the decision its years and amounts make (`choose.compare`, `choose.compare_amounts`)."""
+"""`rules.comparisons`: the decision a comparison's evidence makes between its two options, by
+years, amounts or the question's words (`choose.compare`, `choose.compare_amounts`,
+`choose.stated_option`), and how it is written into the answer."""
 
 import rules_helpers  # noqa: F401 (puts tests/ and tests/programs/ on the path)
 from test_choice import pick, short
@@ -7,16 +8,13 @@ from test_choice import pick, short
 from serc_dspy import LocalCorpus
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.comparisons import (
-    choice_question,
     compare_by_amounts,
     compare_by_dates,
     compare_slot,
-    comparison_options,
-    mentions,
-    option_slot,
     stated_option,
 )
 from serc_dspy.rules.slots import EvidenceSentence
+from serc_dspy.rules.two_options import comparison_options, option_slot
 
 
 def said(*texts):
@@ -28,51 +26,29 @@ def decided(compare, question, evidence):
     return compare(question, comparison_options(question), evidence)
 
 
-def test_the_options_of_a_comparison_question():
-    assert comparison_options("Who was born first, Pablo Trapero or Aleksander Ford?") == [
-        "Pablo Trapero", "Aleksander Ford"]
-    assert comparison_options("Are Wenling and Xinzheng both in China, or not?") == []
-    assert comparison_options("Which is older, the lake?") == []
-    # the options in the middle, after a verb, or after "between" (HaluEval extra tuning
-    # items 114, 78 and 323, 101)
-    assert comparison_options("Which musician, Edwyn Collins or Jimmie Ross, played the bass "
-                              "guitar?") == ["Edwyn Collins", "Jimmie Ross"]
-    assert comparison_options("Which city is larger, Dallas or Austin, Texas?") == [
-        "Dallas", "Austin, Texas"]
-    hospital = "Is Children's Hospital or MedStar Center the largest private hospital in Ohio?"
-    assert comparison_options(hospital) == ["Children's Hospital", "MedStar Center"]
-    assert comparison_options("Is Advanced Micro Devices or Level 3 Communications "
-                              "headquartered further west?")[1] == "Level 3 Communications"
-    assert comparison_options("Between two tennis players Kim Clijsters and Mary Pierce, who "
-                              "is older?") == ["Kim Clijsters", "Mary Pierce"]
-    # a choice between two lower-case kinds, or two years, names no options
-    assert comparison_options("Was the president a democrat or a republican?") == []
-    assert comparison_options("Between 1990 and 2000, which film won?") == []
-    assert choice_question(hospital) and not choice_question("Is Paris in France?")
-    # a lower-case "the" is no part of an option ("The Chinese Crested Dog" takes "Chien-gris")
-    assert comparison_options("Which breed of dog is now extinct: Chinese Crested Dog or the "
-                              "Chien-gris?") == ["Chinese Crested Dog", "Chien-gris"]
-
-
-def test_a_comparison_answer_naming_both_options_has_no_slot_to_swap():
-    # HaluEval extra tuning: "Cornel West is younger than Elytis." became "Odysseas Elytis is
-    # younger than Elytis.", and "Lee Ranaldo is younger than Mary Ramsey." was ruled supported
-    # as if it answered "Mary Ramsey"
+def test_a_comparison_answer_naming_both_options_swaps_them_where_it_compares_them():
+    # HaluEval extra tuning: "Cornel West is younger than Elytis." had become "Odysseas Elytis
+    # is younger than Elytis.", and "Lee Ranaldo is younger than Mary Ramsey." was ruled
+    # supported as if it answered "Mary Ramsey"
     question = "Who was born first, Odysseas Elytis or Cornel West?"
-    assert option_slot(question, "Cornel West is younger than Elytis.") == []
+    assert [s.text for s in option_slot(question, "Cornel West is younger than Elytis.")] == [
+        "Cornel West"]
     assert option_slot(question, "Both Odysseas Elytis and Cornel West wrote poems.") == []
     assert [s.text for s in option_slot(question, "Cornel West was born first.")] == [
         "Cornel West"]
     assert option_slot(question, "Neither was.") is None
-
-
-def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
-    assert mentions("Anna Sergeyevna Kournikova (born 7 June 1981) is a Russian player.",
-                    "Anna Kournikova")
-    assert mentions("Jerome Lejeune was born in 1926.", "Jérôme Lejeune")  # accents aside
-    assert mentions("Love Bug is a 1968 film.", "The Love Bug")  # function words aside
-    assert not mentions("Anna Chakvetadze was born in 1987.", "Anna Kournikova")
-    assert not mentions("The whole band split up.", "Hole")  # whole words only
+    evidence = said("Odysseas Elytis (2 November 1911 - 18 March 1996) was a Greek poet.",
+                    "Cornel West (born June 2, 1953) is an American philosopher.")
+    turned = Slot(kind="name", text="Cornel West", start=0)
+    compare_slot(question, turned, evidence, sentence="Cornel West is younger than Elytis.")
+    assert turned.ruling == "supported"  # it says Elytis was born first, as the dates do
+    wrong = Slot(kind="name", text="Cornel West", start=0)
+    draft = "Cornel West was born before Odysseas Elytis."
+    compare_slot(question, wrong, evidence, sentence=draft)
+    assert wrong.ruling == "contradicted" and wrong.kind == "sentence"
+    assert wrong.chosen == "Odysseas Elytis was born before Cornel West."
+    # naming both, with nothing that ranks them: no slot, whichever option is decided
+    assert option_slot(question, "Cornel West and Odysseas Elytis are the same age.") == []
 
 
 def test_a_date_comparison_reads_each_options_first_year_where_its_name_is_spelt_otherwise():
@@ -146,6 +122,10 @@ def test_a_count_comparison_answer_is_corrected_with_no_choice_call():
                           retriever=CORPUS)
     assert fixed.answer == "Quercus has more species."
     assert fixed.trace.ruled("choose.compare_amounts", "f0.0") and not engine.of("ChooseValue")
+    # an answer naming both options has them swapped, the rest of it kept
+    both, _ = short(question, "Fagus has more species than Quercus.", pick("Fagus"),
+                    retriever=CORPUS)
+    assert both.answer == "Quercus has more species than Fagus."
     kept, _ = short(question, "Quercus", pick("Fagus"), retriever=CORPUS)
     assert kept.answer == "Quercus" and kept.trace.ruled("choose.compare_amounts")
     off, _ = short(question, "Fagus", pick("Quercus"), retriever=CORPUS,

@@ -16,10 +16,11 @@ from serc_dspy.rules.answers import (
     typed_ruling,
 )
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
-from serc_dspy.rules.comparisons import COMPARING, compare_slot, either_question
+from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, sentence_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
+from serc_dspy.rules.two_options import either_question
 from serc_dspy.rules.yesno import YES_NO
 from serc_dspy.runtime.steps import Run
 
