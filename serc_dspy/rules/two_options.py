@@ -20,11 +20,13 @@ _ORDERING = re.compile(r"\b(?:most|least|best|worst|[a-z]{3,}est|closer|nearer|f
 """Words that rank two options on a scale ("largest", "closer", "bigger than"): such a question
 is no question of which option a statement is true of (`either_question`)."""
 _SUPERLATIVE = re.compile(r"\b(?:most|least|[a-z]{3,}est)\b", re.IGNORECASE)
+"""Words that rank one of two options above the other ("the largest"; `ranked_question`)."""
 _NOT_ORDERING = frozenset({"interest", "west", "forest", "honest", "request", "contest", "guest",
                            "protest"})
 """Words ending in "est" that rank nothing."""
 EITHER_WORDS = 6
 """Words at most in each option of "Which ..., A or B?" (`either_question`)."""
+# the scales a comparison ranks on, each way: the words that tell which way an answer words it
 EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
 LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
                     r"\b", re.IGNORECASE)
@@ -39,6 +41,7 @@ _CHOICE_VERB = re.compile(r"(?:is|was|are|were)\s+(?=\S)", re.IGNORECASE)
 _NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|for)\s+)?[A-Z0-9][\w'’.&-]*)*")
 """The capitalised words of a name in a row ("Level 3 Communications", "MedStar Washington
 Hospital Center"), linking words inside it."""
+
 
 def comparison_options(question: str) -> list[str]:
     """The two options a comparison question names ("... started first Arthur's Magazine or
@@ -155,9 +158,10 @@ def comparison_question(question: str) -> bool:
 
 
 def choice_question(question: str) -> bool:
-    """Whether a question asks which of two named options without a word that compares them:
-    "Is A or B the largest private hospital ...?" (no yes or no answers it), "Between A and
-    B, who ...?", or a which-question of a statement (`either_question`)."""
+    """Whether a question asks which of two named options with no comparative word: "Is A or
+    B the largest private hospital ...?" (no yes or no answers it), "Between A and B, who
+    ...?", a which-question of a statement (`either_question`) or of a superlative
+    (`ranked_question`)."""
     text = " ".join(question.split())
     return bool(re.match(r"(?:is|was|are|were|between)\s", text, re.IGNORECASE)) and \
         bool(comparison_options(text)) or either_question(text) or ranked_question(text)
@@ -175,9 +179,7 @@ def either_question(question: str) -> bool:
         return False
     if any(m.group(0).lower() not in _NOT_ORDERING for m in _ORDERING.finditer(text)):
         return False
-    options = comparison_options(text)
-    return len(options) == 2 and all(
-        "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
+    return _ends_on_two_names(text)
 
 
 def ranked_question(question: str) -> bool:
@@ -191,7 +193,12 @@ def ranked_question(question: str) -> bool:
         return False
     if not any(m.group(0).lower() not in _NOT_ORDERING for m in _SUPERLATIVE.finditer(text)):
         return False
-    options = comparison_options(text)
+    return _ends_on_two_names(text)
+
+
+def _ends_on_two_names(question: str) -> bool:
+    """Whether a question's two options are names of at most `EITHER_WORDS` words each."""
+    options = comparison_options(question)
     return len(options) == 2 and all(
         "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
 
