@@ -1040,18 +1040,20 @@ def test_which_option_a_statement_holds_for_is_decided_by_the_question_words_eac
     # the case that motivated it: HaluEval extra tuning item 45 (the chooser fixed none of
     # such answers and broke a right one: `choose.either`, off)
     draft = "Stanford University is located in Chestnut Hill."
-    fixed, engine = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University")
+    on = {"choose.stated_option": True}  # off by default
+    fixed, engine = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University",
+                            **on)
     assert fixed.answer == "Boston College is located in Chestnut Hill."
     assert fixed.trace.ruled("choose.stated_option", "f0.0") and not engine.of("ChooseValue")
     kept, engine = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
-                           "Stanford University")
+                           "Stanford University", **on)
     assert kept.answer == "Boston College" and not engine.of("ChooseValue")
     assert kept.trace.facts[0].slots[0].ruling == "supported"
     denied = "Stanford University is not in Massachusetts."
-    negated, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, denied, "Stanford University")
+    negated, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, denied, "Stanford University",
+                         **on)
     assert negated.answer == denied and negated.trace.facts[0].slots[0].ruling == "unverified"
-    off, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University",
-                     **{"choose.stated_option": False})
+    off, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University")
     assert off.answer == draft and not off.trace.ruled("choose.stated_option")
 
 
