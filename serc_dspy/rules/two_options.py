@@ -19,8 +19,6 @@ _ORDERING = re.compile(r"\b(?:most|least|best|worst|[a-z]{3,}est|closer|nearer|f
                        r"[a-z]{3,}er\s+than)\b", re.IGNORECASE)
 """Words that rank two options on a scale ("largest", "closer", "bigger than"): such a question
 is no question of which option a statement is true of (`either_question`)."""
-_SUPERLATIVE = re.compile(r"\b(?:most|least|[a-z]{3,}est)\b", re.IGNORECASE)
-"""Words that rank one of two options above the other ("the largest"; `ranked_question`)."""
 _NOT_ORDERING = frozenset({"interest", "west", "forest", "honest", "request", "contest", "guest",
                            "protest"})
 """Words ending in "est" that rank nothing."""
@@ -160,11 +158,10 @@ def comparison_question(question: str) -> bool:
 def choice_question(question: str) -> bool:
     """Whether a question asks which of two named options with no comparative word: "Is A or
     B the largest private hospital ...?" (no yes or no answers it), "Between A and B, who
-    ...?", a which-question of a statement (`either_question`) or of a superlative
-    (`ranked_question`)."""
+    ...?", or a which-question of a statement that ends on its options (`either_question`)."""
     text = " ".join(question.split())
     return bool(re.match(r"(?:is|was|are|were|between)\s", text, re.IGNORECASE)) and \
-        bool(comparison_options(text)) or either_question(text) or ranked_question(text)
+        bool(comparison_options(text)) or either_question(text)
 
 
 def either_question(question: str) -> bool:
@@ -179,27 +176,10 @@ def either_question(question: str) -> bool:
         return False
     if any(m.group(0).lower() not in _NOT_ORDERING for m in _ORDERING.finditer(text)):
         return False
-    return _ends_on_two_names(text)
-
-
-def ranked_question(question: str) -> bool:
-    """Whether a which/who/what question ends on two named options and ranks them by a
-    superlative ("What shopping mall is the largest in south Texas, A or B?", "Which is the
-    oldest, A or B?"), with no word that relates the two ("closer to"): the evidence states
-    the superlative of one, or gives each a date."""
-    text = " ".join(question.split())
-    if not re.match(r"(?:which|who|whom|what)\b", text, re.IGNORECASE) or \
-            RELATIVE.search(text):
-        return False
-    if not any(m.group(0).lower() not in _NOT_ORDERING for m in _SUPERLATIVE.finditer(text)):
-        return False
-    return _ends_on_two_names(text)
-
-
-def _ends_on_two_names(question: str) -> bool:
-    """Whether a question's two options are names of at most `EITHER_WORDS` words each."""
-    options = comparison_options(question)
-    return len(options) == 2 and all(
+    options = comparison_options(text)
+    # "Which musician, A or B, played bass?" stays a person question, read as one: no default
+    # rule decides which of two options a statement holds for (`choose.stated_option` is off)
+    return len(options) == 2 and text.rstrip("? ").endswith(options[1]) and all(
         "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
 
 
