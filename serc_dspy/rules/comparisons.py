@@ -78,7 +78,7 @@ register(
          "options, fixed none and broke a right answer); HaluEval builds them from the two "
          "options' own Wikipedia openings, which state the question's words of the right one",
          english_only=True, thresholds={"stated_margin": STATED_MARGIN}, default=False,
-         found_on="HaluEval extra tuning items 27, 45, 114, 150, 178, 193, 197, 260, 390 "
+         found_on="HaluEval extra tuning items 27, 45, 150, 193, 197, 260, 390 "
          "(off by default: on HaluEval's report items 31-90 it decided one question, wrongly, "
          "and broke that right answer)"),
     Rule("choose.either", "a which/who/what question that ends on two named options and "
