@@ -36,9 +36,10 @@ RELATIVE = re.compile(r"\b(?:closer|nearer|farther|further|[a-z]{3,}er\s+than)\b
 evidence states no such words of either (`stated_option`)."""
 _CHOICE_VERB = re.compile(r"(?:is|was|are|were)\s+(?=\S)", re.IGNORECASE)
 """A question opening on a verb: its "A or B" asks which, not whether."""
-_NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*(?:\s+(?:(?:of|the|and|de|for)\s+)?[A-Z0-9][\w'’.&-]*)*")
-"""The capitalised words of a name in a row ("Level 3 Communications", "MedStar Washington
-Hospital Center"), linking words inside it."""
+NAME_RUN = re.compile(r"[A-Z0-9][\w'’.&-]*"
+                      r"(?:,?\s+(?:(?:of|the|and|de|for)\s+)?[A-Z0-9][\w'’.&-]*)*")
+"""The capitalised words of a name in a row at the start of a text ("Level 3 Communications",
+"MedStar Washington Hospital Center", "Nasdaq, Inc."), linking words inside it."""
 
 
 def comparison_options(question: str) -> list[str]:
@@ -57,7 +58,7 @@ def comparison_options(question: str) -> list[str]:
         return []
     opening = _CHOICE_VERB.match(left)
     if opening:  # "Is A or B headquartered further west?": B is the name after "or"
-        named = _NAME_RUN.match(right)
+        named = NAME_RUN.match(right)
         rest = right[named.end():].strip() if named else ""
         return _two(left[opening.end():], named.group(0)) if named and rest else []
     stated = re.match(r"([^,]+),\s*(?=[a-z])", right)

@@ -13,6 +13,7 @@ import re
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.slots import _YEAR, EvidenceSentence
+from serc_dspy.rules.two_options import NAME_RUN
 from serc_dspy.rules.words import STOP, content_stems, words_of
 
 SUBJECT_WORDS = 4
@@ -44,7 +45,6 @@ _BOTH = re.compile(r"^(?P<verb>are|were)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\
                    r"(?P<p>[^?]+?)\s*\?$", re.IGNORECASE)
 _BOTH_FIRST = re.compile(r"^(?P<verb>are|were)\s+both\s+(?P<a>.+?)\s+and\s+(?P<rest>.+?)\s*\?$",
                          re.IGNORECASE)
-_NAME = re.compile(r"[A-Z][\w'’.&-]*(?:,? (?:(?:of|the|and|de)\s+)?[A-Z][\w'’.&-]*)*")
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|ic|i)$")
 """The ends of a nationality word ("American", "Japanese", "Dutch"), the value that follows
 "is a" in an opening sentence ("... is an American film director")."""
@@ -68,7 +68,7 @@ def both_question(question: str, evidence: list[EvidenceSentence] | None = None
     found = _BOTH.match(text)
     if found:
         verb, a, b, prop = found["verb"], found["a"], found["b"], found["p"]
-    elif (first := _BOTH_FIRST.match(text)) and (name := _NAME.match(first["rest"])):
+    elif (first := _BOTH_FIRST.match(text)) and (name := NAME_RUN.match(first["rest"])):
         words = name.group(0).split()
         cut = next((k for k in range(len(words), 0, -1) if any(
             opens_with(s.text, " ".join(words[:k])) for s in evidence or [])), len(words))

@@ -47,15 +47,15 @@ class ShortAnswers:
             slot = sentence_slot(question, sentence, read) if read else None
             slots = [slot] if slot else answer_slots(question, sentence, run.on)
             # "Are A and B both P?", "... of the same nationality?": the passages decide
-            rule, both = next(((r, found) for r, read_yes_no in YES_NO if not slots and
-                               len(facts) == 1 and run.on(r) and
-                               (found := read_yes_no(question, sentence, evidence))),
-                              ("", None))
-            if both is not None:
-                run.rule(rule, fact.id, before=both.text, after=both.chosen or "SUPPORTED",
-                         detail=both.note)
-                fact.slots = [both]
-                if both.ruling == "supported":  # no choice was asked: the passages said it
+            rule, yes_no = next(((r, found) for r, read_yes_no in YES_NO if not slots and
+                                 len(facts) == 1 and run.on(r) and
+                                 (found := read_yes_no(question, sentence, evidence))),
+                                ("", None))
+            if yes_no is not None:
+                run.rule(rule, fact.id, before=yes_no.text, after=yes_no.chosen or "SUPPORTED",
+                         detail=yes_no.note)
+                fact.slots = [yes_no]
+                if yes_no.ruling == "supported":  # no choice was asked: the passages said it
                     fact.settle(rule, verdict="SUPPORTED")
                 else:
                     self.decide(run, fact)
