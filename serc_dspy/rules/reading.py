@@ -56,6 +56,16 @@ register(
          "the third reading is already paid for by `choose.read_answer`: a disagreement "
          "it settles needs no third order",
          found_on="HaluEval extra tuning items 13, 26, 33"),
+    Rule("choose.read_rival", "a rival that both option orders chose over a short answer the "
+         "evidence states, which `choose.own_stated` would hold back, replaces the answer "
+         "where the model, asked the question over the same evidence sentences (one "
+         "`ReadAnswer` call, asked only then), writes that rival: three readings agree",
+         "on HaluEval's extra tuning items 1-100, `choose.own_stated` held back 8 right "
+         "rivals of hallucinated answers and 13 wrong rivals of right answers: a hallucinated "
+         "answer is usually another value the same evidence states, so its being stated does "
+         "not tell it from the right one; a free reading is a third vote that neither the "
+         "option order nor the option list steers",
+         found_on="HaluEval extra tuning items 60, 72, 73, 88"),
 )
 
 _EDGES = re.compile(r"^[\s\"'“”‘’(\[]+|[\s\"'“”‘’)\].,;:!?]+$")
@@ -79,6 +89,17 @@ def reading_span(reply: str, evidence: list[EvidenceSentence]
             if found and not _GLUED.search(found.group(0)):
                 return sentence, found.start(), found.group(0)
     return None
+
+
+def reads_as(reply: str, value: str, kind: str, evidence: list[EvidenceSentence]) -> bool:
+    """Whether a reading names `value`: it stands in the evidence and is the value (case,
+    quotes, an article, or a closing full stop aside; a name with middle names added)."""
+    found = reading_span(reply, evidence)
+    if found is None:
+        return False
+    read = _ARTICLE.sub("", found[2])
+    return normal_form(kind, read) == normal_form(kind, _ARTICLE.sub("", value)) or \
+        _same_name(value, read)
 
 
 def without_draft_tail(value: str, following: str) -> str:

@@ -34,7 +34,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.off_type", "choose.asked_gender", "choose.compare_amounts",
          "choose.date_year", "choose.frame_first", "choose.year_bound",
          "choose.place_for_place", "choose.asked_rank", "choose.either",
-         "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote"}
+         "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
+         "choose.read_rival"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1115,3 +1116,22 @@ def test_two_orders_that_disagree_take_the_value_the_model_read_as_the_answer():
     # neither order chose the reading: no vote
     other, _ = _music("skiffle blues", ["Hessen", "The Hollows"])
     assert not other.trace.ruled("choose.read_vote") and other.answer == "Jazz."
+
+
+def test_a_stated_answer_yields_to_a_rival_chosen_twice_that_the_model_also_reads():
+    # HaluEval extra tuning items 60, 72, 73, 88: a hallucinated answer is another value the
+    # same evidence states, so `choose.own_stated` held back the right rival chosen twice
+    draft = "Mississippi Delta."
+    rival = "Hollows of Hessen"
+    fixed, engine = _music("The Hollows of Hessen.", rival, draft=draft)
+    assert fixed.trace.ruled("choose.read_rival", "f0.0") and fixed.answer == rival + "."
+    assert not fixed.trace.ruled("choose.own_stated") and len(engine.of("ReadAnswer")) == 1
+    # the model reads the answer's own value, or a third: the answer stays, held back
+    for reading in ("the Mississippi Delta", "skiffle blues", "not stated"):
+        kept, _ = _music(reading, rival, draft=draft)
+        assert kept.trace.ruled("choose.own_stated") and kept.answer == draft
+        assert not kept.trace.ruled("choose.read_rival")
+    # off: no reading is asked
+    off, engine = _music("The Hollows of Hessen", rival, draft=draft,
+                         **{"choose.read_rival": False})
+    assert off.trace.ruled("choose.own_stated") and not engine.of("ReadAnswer")

@@ -208,7 +208,8 @@ class SlotChooser(ShortAnswers, Stage):
                 attested = (own_stated and question_kind(run.trace.question) != "comparison"
                             if short else own_attested(slot, fact.text, evidence, rival, name))
                 if attested and short:
-                    attested = not self.overrules(run, fact, slot, evidence, rival)
+                    attested = not self.overrules(run, fact, slot, evidence, rival) and \
+                        not await self.read_rival(run, fact, slot, text, evidence, rival)
                 if run.on("choose.own_stated") and attested:
                     slot.ruling, slot.chosen = "unverified", None
                     slot.note = f"{first!r} was chosen, but the evidence states its own value " \

@@ -18,7 +18,7 @@ from serc_dspy.rules.answers import (
 from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
-from serc_dspy.rules.reading import offer_reading, sentence_slot
+from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
 from serc_dspy.rules.two_options import either_question
 from serc_dspy.rules.yesno import YES_NO
@@ -135,12 +135,32 @@ class ShortAnswers:
                  detail=f"the evidence read for the question: {read!r}, {outcome}")
         return offered
 
+    async def read_rival(self, run: Run, fact: Fact, slot: Slot, text: str,
+                         evidence: list[EvidenceSentence], rival: Candidate) -> bool:
+        """`choose.read_rival`: whether the model, asked the question over `text` (the
+        sentences the choice showed), reads the rival chosen in both orders as the answer.
+        A reading this answer already had (`draft.read_sentence`, `choose.read_answer`) is
+        used as it stands; otherwise one `ReadAnswer` call is asked, only here."""
+        if not run.on("choose.read_rival"):
+            return False
+        if run.trace.ruled("draft.read_sentence", "answer") or \
+                run.trace.ruled("choose.read_answer", fact.id):
+            agrees = rival.read
+        else:
+            read = await self.ask_reading(run, "detect", f"reading for {fact.id} failed", text)
+            agrees = read is not None and reads_as(read, rival.value, slot.kind, evidence)
+        if agrees:
+            run.rule("choose.read_rival", fact.id, before=slot.text, after=rival.value,
+                     detail="both orders chose it, and the evidence was read to answer it")
+        return agrees
+
     @staticmethod
     async def ask_reading(run: Run, phase: str, what: str,
-                          shown: list[EvidenceSentence]) -> str | None:
-        """The one `ReadAnswer` call: the words of `shown` the model reads as the question's
-        answer, whitespace folded; None when the call failed (logged as `what`)."""
-        text = "\n".join(s.text for s in shown)
+                          shown: list[EvidenceSentence] | str) -> str | None:
+        """The one `ReadAnswer` call: the words of `shown` (sentences, or their text) the
+        model reads as the question's answer, whitespace folded; None when the call failed
+        (logged as `what`)."""
+        text = shown if isinstance(shown, str) else "\n".join(s.text for s in shown)
         reply = await run.attempt(phase, what, lambda: run.call(
             "answer_reader", question=run.trace.question, evidence=text), None)
         return None if reply is None else " ".join(str(getattr(reply, "answer", "") or "").split())
