@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.answers import head_noun
 from serc_dspy.rules.base import Rule, register
@@ -53,7 +54,31 @@ register(
          "different rivals, and the draft stayed wrong", english_only=True,
          found_on="HaluEval tuning items 2, 12",
          thresholds={"echo_margin": ECHO_MARGIN}, default=False),
+    Rule("choose.question_named", "a value the question itself names (\"... which former "
+         "member of the Eagles?\": Eagles) is not offered as the answer to a short answer "
+         "that names it nowhere, unless the question offers options (\"A or B\", \"which "
+         "one\")", "a wh-question describes its answer by other things it names; on the "
+         "extra tuning items 1-160 the only two swaps to a name the question gives were "
+         "wrong (\"Glenn Frey.\" became \"Eagles.\")",
+         found_on="HaluEval extra tuning items 98, 160"),
 )
+
+_OFFERS = re.compile(r"\bor\b|\bwhich (?:one|of)\b", re.IGNORECASE)
+
+
+def question_named(question: str, options: list[Candidate]) -> list[str]:
+    """The evidence's capitalised values that `question` names, to be left out of a short
+    answer's options (`choose.question_named`); none where the answer (the first option)
+    is named there too, or the question offers options of its own."""
+    text = f" {normalise(question, fold=True)} "
+
+    def named(value: str) -> bool:
+        return f" {normalise(value, fold=True)} " in text
+
+    if not options or _OFFERS.search(question) or named(options[0].value):
+        return []
+    return [c.value for c in options[1:] if c.origin == "evidence" and c.value[:1].isupper()
+            and named(c.value)]
 
 
 def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],

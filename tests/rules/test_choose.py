@@ -35,7 +35,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.date_year", "choose.frame_first", "choose.year_bound",
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
-         "choose.read_rival"}
+         "choose.read_rival", "choose.question_named"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1135,3 +1135,25 @@ def test_a_stated_answer_yields_to_a_rival_chosen_twice_that_the_model_also_read
     off, engine = _music("The Hollows of Hessen", rival, draft=draft,
                          **{"choose.read_rival": False})
     assert off.trace.ruled("choose.own_stated") and not engine.of("ReadAnswer")
+
+
+def test_a_name_the_question_gives_is_not_offered_as_its_answer():
+    # HaluEval extra tuning item 160: "... which former member of the Eagles?" had the answer
+    # "Glenn Frey." swapped for "Eagles." (read and chosen in both orders)
+    kept, engine = _music("Blue Sky", "Blue Sky")
+    ruling = kept.trace.ruled("choose.question_named", "f0.0")
+    assert ruling and "'Blue Sky'" in ruling[0].detail
+    assert "Blue Sky" not in _offered(engine) and kept.answer == "Jazz."
+    # off: the question's own name is offered, chosen, and swapped in
+    off, engine = _music("Blue Sky", "Blue Sky", **{"choose.question_named": False})
+    assert "Blue Sky" in _offered(engine) and off.answer == "Blue Sky."
+
+
+def test_a_question_that_offers_options_keeps_them():
+    from serc_dspy.core.trace import Candidate
+    from serc_dspy.rules.asked import question_named
+    options = [Candidate(value="Glenn Frey", origin="fact"), Candidate(value="Eagles")]
+    assert question_named("Which former member of the Eagles sang it?", options) == ["Eagles"]
+    for question in ("Which one sang it, Glenn Frey or the Eagles?",
+                     "Which former member of the Eagles, Glenn Frey, sang it?"):
+        assert question_named(question, options) == []

@@ -15,7 +15,7 @@ from serc_dspy.rules.answers import (
     question_kind,
     typed_ruling,
 )
-from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader
+from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader, question_named
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
@@ -87,6 +87,12 @@ class ShortAnswers:
                     candidates = await self.read_answer(
                         run, fact, slot, candidates, evidence, shown_sentences,
                         sentence[slot.start + len(slot.text):], read)
+                if question_kind(question) not in ("comparison", "yes/no") and \
+                        run.on("choose.question_named") and \
+                        (named := question_named(question, candidates)):
+                    run.rule("choose.question_named", fact.id, before=slot.text, detail="the "
+                             "question names " + ", ".join(map(repr, named)) + ": not offered")
+                    candidates = [c for c in candidates if c.value not in named]
                 if question_kind(question) == "comparison" and any(map(run.on, COMPARING)):
                     slot.candidates = candidates
                     decided = compare_slot(question, slot, evidence, run.on, sentence)
