@@ -63,9 +63,11 @@ register(
          "on HaluEval's extra tuning items 1-100, `choose.own_stated` held back 8 right "
          "rivals of hallucinated answers and 13 wrong rivals of right answers: a hallucinated "
          "answer is usually another value the same evidence states, so its being stated does "
-         "not tell it from the right one; a free reading is a third vote that neither the "
-         "option order nor the option list steers",
-         found_on="HaluEval extra tuning items 60, 72, 73, 88"),
+         "not tell it from the right one; a free reading was to be a third vote that neither "
+         "the option order nor the option list steers. Off: on the 20 tuning items it was "
+         "built for, it fixed 5 hallucinated answers and broke 7 of 13 right ones, the "
+         "reading naming the same wrong rival the two orders chose",
+         found_on="HaluEval extra tuning items 60, 72, 73, 88", default=False),
 )
 
 _EDGES = re.compile(r"^[\s\"'“”‘’(\[]+|[\s\"'“”‘’)\].,;:!?]+$")

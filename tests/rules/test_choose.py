@@ -1121,19 +1121,18 @@ def test_two_orders_that_disagree_take_the_value_the_model_read_as_the_answer():
 def test_a_stated_answer_yields_to_a_rival_chosen_twice_that_the_model_also_reads():
     # HaluEval extra tuning items 60, 72, 73, 88: a hallucinated answer is another value the
     # same evidence states, so `choose.own_stated` held back the right rival chosen twice
-    draft = "Mississippi Delta."
+    draft, ON = "Mississippi Delta.", {"choose.read_rival": True}  # off by default
     rival = "Hollows of Hessen"
-    fixed, engine = _music("The Hollows of Hessen.", rival, draft=draft)
+    fixed, engine = _music("The Hollows of Hessen.", rival, draft=draft, **ON)
     assert fixed.trace.ruled("choose.read_rival", "f0.0") and fixed.answer == rival + "."
     assert not fixed.trace.ruled("choose.own_stated") and len(engine.of("ReadAnswer")) == 1
     # the model reads the answer's own value, or a third: the answer stays, held back
     for reading in ("the Mississippi Delta", "skiffle blues", "not stated"):
-        kept, _ = _music(reading, rival, draft=draft)
+        kept, _ = _music(reading, rival, draft=draft, **ON)
         assert kept.trace.ruled("choose.own_stated") and kept.answer == draft
         assert not kept.trace.ruled("choose.read_rival")
-    # off: no reading is asked
-    off, engine = _music("The Hollows of Hessen", rival, draft=draft,
-                         **{"choose.read_rival": False})
+    # off (the default): no reading is asked
+    off, engine = _music("The Hollows of Hessen", rival, draft=draft)
     assert off.trace.ruled("choose.own_stated") and not engine.of("ReadAnswer")
 
 
