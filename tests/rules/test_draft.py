@@ -9,7 +9,7 @@ from test_serc import handlers
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
-         "draft.sentence_as_prose",
+         "draft.sentence_as_prose", "draft.says_more",
          "draft.cold_start", "draft.no_info"}
 QUIET = set(FIRES)
 
@@ -115,6 +115,30 @@ def test_a_sentence_answer_the_slot_check_corrects_is_not_decoded_again():
     assert result.answer == RACE_DRAFT.replace("1980", "1979")
     assert not result.trace.ruled("draft.sentence_as_prose") and result.trace.short_draft
     assert "AtomicFacts" not in {call["signature"] for call in engine.calls}
+
+
+def test_a_supported_answer_that_says_more_is_decoded_again_as_prose():
+    # HaluEval extra tuning items 117 and 125: "Park Dietz was actually a defense lawyer."
+    # names the right person, and its slot check supported him and printed the rest
+    more = "Hunt retired in 1979 after losing his licence to the stewards."
+
+    def ask(draft, **rules):
+        lm, engine = scripted_lm(handlers(ChooseValue=pick("1979")))
+        program = SERC(retriever=RACE, top_k=3, verdicts="choose", evidence="passages",
+                       queries="facts", reconstruct="minimal", rules=rules)
+        with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+            return program(question=RACE_QUESTION, draft=draft), engine
+    result, engine = ask(more)
+    ruling = result.trace.ruled("draft.says_more", "answer")[0]
+    assert "'1979'" in ruling.detail and not result.trace.short_draft
+    assert engine.of("AtomicFacts")  # the prose decoder ran after the supported slot
+    # a draft that says its value and the question's words only, or the rule off: kept
+    for draft, rules in ((RACE_DRAFT.replace("1980", "1979"), {}),
+                         ("Hunt retired in 1979.", {}),
+                         (more, {"draft.says_more": False})):
+        kept, engine = ask(draft, **rules)
+        assert kept.answer == draft and kept.trace.short_draft
+        assert not kept.trace.ruled("draft.says_more") and not engine.of("AtomicFacts")
 
 
 FILMS = LocalCorpus.from_texts({"f.txt": "Salaam Bombay is a 1988 film written by Sooni "

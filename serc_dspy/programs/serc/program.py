@@ -41,7 +41,7 @@ from serc_dspy.programs.serc.short_answers import MAX_SENTENCES
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
 from serc_dspy.rules.answers import answer_sentence, one_sentence, question_kind
-from serc_dspy.rules.draft import answer_claim
+from serc_dspy.rules.draft import answer_claim, says_more
 from serc_dspy.rules.reading import reading_span, sentence_slot
 from serc_dspy.rules.slots import about_subject, focus
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
@@ -159,8 +159,8 @@ class SERC(TracedProgram):
         if received is None:                                           # no usable answer
             return self.finish(run, run.trace.answer)
         answer = await self.decode(run, received)                      # Phases 2-4
-        if self.sentence_left_open(run):                               # a sentence answer
-            received = await self.as_prose(run, question)              # the check left open
+        if again := self.prose_again(run):                             # a sentence answer
+            received = await self.as_prose(run, question, again)       # the check left open
             answer = await self.decode(run, received)
         return self.finish(run, answer)
 
@@ -276,23 +276,33 @@ class SERC(TracedProgram):
         return trace.received
 
     @staticmethod
-    def sentence_left_open(run: Run) -> bool:
-        """Whether a sentence answer (`draft.answer_sentence`) was checked as a short answer
-        and its value neither supported nor corrected, so that `draft.sentence_as_prose`
-        decodes it again as prose."""
+    def prose_again(run: Run) -> str | None:
+        """The rule under which a short draft checked as one slot is decoded again as prose:
+        a sentence answer (`draft.answer_sentence`, `draft.read_sentence`) whose value the
+        check neither supported nor corrected (`draft.sentence_as_prose`), or a one-sentence
+        draft whose supported value is not all it says (`draft.says_more`); None: neither."""
         trace = run.trace
-        if trace.status == "failed" or not run.on("draft.sentence_as_prose") or not (
-                trace.ruled("draft.answer_sentence", "answer") or
-                trace.ruled("draft.read_sentence", "answer")):
-            return False
+        if trace.status == "failed" or not trace.short_draft:
+            return None
         rulings = [s.ruling for f in trace.facts for s in f.slots]
-        return not any(r in ("supported", "contradicted") for r in rulings)
+        sentence = trace.ruled("draft.answer_sentence", "answer") or \
+            trace.ruled("draft.read_sentence", "answer")
+        if not any(r in ("supported", "contradicted") for r in rulings):
+            return "draft.sentence_as_prose" if sentence and \
+                run.on("draft.sentence_as_prose") else None
+        values = [s.text for f in trace.facts for s in f.slots]
+        if run.on("draft.says_more") and rulings and set(rulings) == {"supported"} and \
+                one_sentence(trace.received) and \
+                says_more(trace.question, trace.received, values):
+            return "draft.says_more"
+        return None
 
-    async def as_prose(self, run: Run, question: str) -> str:
-        """`draft.sentence_as_prose`: a sentence answer whose value the slot check left open
-        is decoded again as prose (the firewall, the fact extractor, every detail a slot),
-        whose rewrites fix sentence answers that a choice among values misses. The first
-        check's rulings stay in the trace, on the answer node, with what it found."""
+    async def as_prose(self, run: Run, question: str, rule: str) -> str:
+        """`draft.sentence_as_prose`, `draft.says_more` (`rule`): a short draft the slot check
+        left open, or whose supported value is not all it says, is decoded again as prose
+        (the firewall, the fact extractor, every detail a slot), whose rewrites fix sentence
+        answers that a choice among values misses. The first check's rulings stay in the
+        trace, on the answer node, with what it found."""
         trace = run.trace
         found = "; ".join(f"{s.text!r}: {s.note or s.ruling}" for f in trace.facts
                           for s in f.slots) or "no slot"
@@ -300,9 +310,11 @@ class SERC(TracedProgram):
             if ruling.node not in ("answer", "firewall"):
                 ruling.detail = f"(the sentence check, on {ruling.node}) {ruling.detail}"
                 ruling.node = "answer"
-        run.rule("draft.sentence_as_prose", "answer", before=trace.received,
-                 after=trace.received, detail=f"the sentence check left its value open "
-                                              f"({found}): decoded as prose")
+        run.rule(rule, "answer", before=trace.received, after=trace.received,
+                 detail=(f"the sentence check left its value open ({found})"
+                         if rule == "draft.sentence_as_prose" else
+                         f"the slot check supported its value ({found}); the draft says "
+                         "more") + ": decoded as prose")
         trace.short_draft = False
         trace.sentences, trace.facts, trace.checks, trace.corrections = [], [], [], []
         trace.reconstructed = ""
