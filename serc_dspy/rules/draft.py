@@ -44,12 +44,13 @@ register(
          "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "
          "the prose path had not, and left open 6 that the prose path's rewrites had fixed"),
     Rule("draft.says_more", "a one-sentence caller draft (at least `says_more_words` words "
-         "closing on a full stop; a comparison's or a yes/no question's aside) whose answer value the slot check "
-         "supported, and which states more than that value and the question's own words "
-         "(\"Park Dietz was actually a defense lawyer.\"), is decoded again as prose: the "
-         "slot check verified only the value", "a hallucinated answer often names the "
-         "right value and says something false of it; the slot check supported the value "
-         "and printed the falsehood (8 of the 160 HaluEval extra tuning answers 1-160)",
+         "closing on a full stop; a comparison's or a yes/no question's aside) whose answer "
+         "value the slot check supported, and which states more than that value and the "
+         "question's own words (\"Park Dietz was actually a defense lawyer.\"), is decoded "
+         "again as prose: the slot check verified only the value",
+         "a hallucinated answer often names the right value and says something false of it; "
+         "the slot check supported the value and printed the falsehood (6 of the 160 "
+         "HaluEval extra tuning answers 1-160)",
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 59, 117, 125, 151"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
@@ -91,8 +92,8 @@ def claim_value(question: str, text: str, form: str) -> str | None:
 def says_more(question: str, draft: str, values: list[str]) -> bool:
     """`draft.says_more`: whether a one-sentence draft states content words beyond its
     answer `values` and the question's own words, in a sentence of `SAYS_MORE_WORDS` words
-    or more that closes on a full stop, to a question that is neither a comparison nor yes/no (their answers name the
-    question's options, and are read whole)."""
+    or more that closes on a full stop, to a question that is neither a comparison nor
+    yes/no (their answers name the question's options, and are read whole)."""
     if len(draft.split()) < SAYS_MORE_WORDS or not draft.rstrip().endswith((".", "!")) or \
             question_kind(question) in ("comparison", "yes/no"):
         return False  # a bare value ("alternative rock virtual band Gorillaz") says no more
