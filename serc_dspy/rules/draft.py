@@ -52,7 +52,7 @@ register(
          "the slot check supported the value and printed the falsehood (6 of the 160 "
          "HaluEval extra tuning answers 1-160)",
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
-         found_on="HaluEval extra tuning items 59, 117, 125, 151"),
+         found_on="HaluEval extra tuning items 61, 86, 117, 118, 125, 151"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "
