@@ -9,6 +9,11 @@ from serc_dspy.rules.words import content_stems
 SAYS_MORE_WORDS = 5
 """Words at least in a draft that `draft.says_more` reads as a sentence, not a bare value
 ("Tsim Sha Tsui, Hong Kong" is a value; HaluEval's right answers are rarely longer)."""
+SAYS_MORE_KINDS = ("person", "place", "date", "number")
+"""The question kinds whose answer slot is a value of the asked kind, so that its support
+says the asked value is right. Another question's slot may be any name in the draft ("Judy
+Woodruff hosted The Ellen Show." to "... an anchor of what show?": the host, supported), and
+a comparison's or yes/no answer is read whole."""
 
 register(
     Rule("draft.short_claim", "a caller's draft too short to read as prose (\"Ulster "
@@ -44,15 +49,16 @@ register(
          "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "
          "the prose path had not, and left open 6 that the prose path's rewrites had fixed"),
     Rule("draft.says_more", "a one-sentence caller draft (at least `says_more_words` words "
-         "closing on a full stop; a comparison's or a yes/no question's aside) whose answer "
-         "value the slot check supported, and which states more than that value and the "
-         "question's own words (\"Park Dietz was actually a defense lawyer.\"), is decoded "
-         "again as prose: the slot check verified only the value",
+         "closing on a full stop) answering a person, place, date or number question, whose "
+         "answer value the slot check supported, and which states more than that value and "
+         "the question's own words (\"Martha Coolidge, a Canadian director with over 50 years "
+         "of experience in the film industry.\"), is decoded again as prose: the slot check "
+         "verified only the value",
          "a hallucinated answer often names the right value and says something false of it; "
          "the slot check supported the value and printed the falsehood (6 of the 160 "
-         "HaluEval extra tuning answers 1-160)",
+         "HaluEval extra tuning answers 1-160, 4 of them to person questions)",
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
-         found_on="HaluEval extra tuning items 61, 86, 117, 118, 125, 151"),
+         found_on="HaluEval extra tuning items 61, 86, 118, 151"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "
@@ -92,10 +98,9 @@ def claim_value(question: str, text: str, form: str) -> str | None:
 def says_more(question: str, draft: str, values: list[str]) -> bool:
     """`draft.says_more`: whether a one-sentence draft states content words beyond its
     answer `values` and the question's own words, in a sentence of `SAYS_MORE_WORDS` words
-    or more that closes on a full stop, to a question that is neither a comparison nor
-    yes/no (their answers name the question's options, and are read whole)."""
+    or more that closes on a full stop, to a question of one of `SAYS_MORE_KINDS`."""
     if len(draft.split()) < SAYS_MORE_WORDS or not draft.rstrip().endswith((".", "!")) or \
-            question_kind(question) in ("comparison", "yes/no"):
+            question_kind(question) not in SAYS_MORE_KINDS:
         return False  # a bare value ("alternative rock virtual band Gorillaz") says no more
     said = set().union(*(content_stems(v) for v in values)) | content_stems(question)
     return bool(content_stems(draft) - said)

@@ -7,6 +7,7 @@ from test_choice import pick
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
+from serc_dspy.rules.draft import says_more
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
@@ -118,8 +119,9 @@ def test_a_sentence_answer_the_slot_check_corrects_is_not_decoded_again():
 
 
 def test_a_supported_answer_that_says_more_is_decoded_again_as_prose():
-    # HaluEval extra tuning items 117 and 125: "Park Dietz was actually a defense lawyer."
-    # names the right person, and its slot check supported him and printed the rest
+    # HaluEval extra tuning item 151: "Martha Coolidge, a Canadian director with over 50
+    # years of experience ..." names the right person; its slot check supported her and
+    # printed the rest
     more = "Hunt retired in 1979 after losing his licence to the stewards."
 
     def ask(draft, **rules):
@@ -132,6 +134,9 @@ def test_a_supported_answer_that_says_more_is_decoded_again_as_prose():
     ruling = result.trace.ruled("draft.says_more", "answer")[0]
     assert "'1979'" in ruling.detail and not result.trace.short_draft
     assert engine.of("AtomicFacts")  # the prose decoder ran after the supported slot
+    # not for a question of another kind, whose slot may be any name in the draft
+    assert says_more(RACE_QUESTION, more, ["1979"])
+    assert not says_more("Hunt drove for which team in 1979?", more, ["1979"])
     # a draft that says its value and the question's words only, or the rule off: kept
     for draft, rules in ((RACE_DRAFT.replace("1980", "1979"), {}),
                          ("Hunt retired in 1979.", {}),
