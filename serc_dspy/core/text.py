@@ -203,6 +203,37 @@ def split_sentences(text: str, *, deadline: float | None = None) -> list[str]:
     return sentences
 
 
+def glue_cuts(text: str) -> list[int]:
+    """Where two sentences were glued with no space ("... and actor.H. Bruce Humberstone",
+    "... Nano Letters.ACS Nano is", "... 2 June 2017.\"New Rules\" is"), as knowledge files
+    concatenated from paragraphs have them: the offsets at which the second sentence starts.
+    A stop after two lower-case letters may be followed by any capital (an initial, an
+    acronym); after a digit, a bracket or a quote, only by a capitalised word ("3.5",
+    "U.S.Army", "Ph.D." are no glue). A straight quote right after the stop closes the first
+    sentence where the first sentence has an open quote, else opens the second."""
+    cuts: list[int] = []
+    for stop in re.finditer(r"[.!?]", text):
+        at = stop.end()
+        if text[at:at + 1] in ("\"", "\u201d") and (
+                text[at] == "\u201d" or text[cuts[-1] if cuts else 0:stop.start()].count('"') % 2):
+            at += 1  # the quote closes the first sentence
+        start = at + (text[at:at + 1] in ("\"", "\u201c", "("))
+        head, word = text[max(0, stop.start() - 2):stop.start()], text[start:start + 2]
+        if not word[:1].isupper():
+            continue
+        after_word = len(head) == 2 and head.isalpha() and head.islower()
+        after_mark = head[-1:].isdigit() or head[-1:] in (")", "]", '"', "\u201d", "\u2019")
+        if after_word or (after_mark and word[1:].islower()):
+            cuts.append(at)
+    return cuts
+
+
+def glued_pieces(text: str) -> list[str]:
+    """`text` cut where two sentences were glued (`glue_cuts`), in order."""
+    cuts = [0, *glue_cuts(text), len(text)]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if text[a:b].strip()]
+
+
 def unique_texts(items) -> list[str]:
     """Whitespace-normalised, non-empty items, each kept once (case-insensitively), in order.
 

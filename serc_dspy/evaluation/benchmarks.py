@@ -23,7 +23,7 @@ from typing import Any
 
 from serc_dspy.core.errors import UserError
 from serc_dspy.core.io import read_json, read_jsonl, write_json, write_jsonl
-from serc_dspy.core.text import normalise
+from serc_dspy.core.text import glued_pieces, normalise
 from serc_dspy.evaluation.ablation import (
     VARIANT,
     ablation,
@@ -59,16 +59,13 @@ def _corpus_retriever(text: str, name: str):
     return KnowledgeSource.from_json({name: text})
 
 
-_GLUED = re.compile(r"(?<=[a-z0-9)\]\"”’])\.(?=[A-Z][a-z])")
-
-
 def unglued(knowledge: str) -> str:
     """HaluEval's knowledge is its Wikipedia paragraphs glued with no space ("... in the 19th
-    century.First for Women is ..."): the paragraph break put back, so the item's knowledge
-    source holds its paragraphs as passages, each about its own subject. (Within any passage,
-    `rules.slots.about_subject` splits glued sentences too; this restores the dataset's
-    paragraphs, which no rule can know.)"""
-    return _GLUED.sub(".\n\n", knowledge)
+    century.First for Women is ..."): the paragraph break put back (`core.text.glue_cuts`), so
+    the item's knowledge source holds its paragraphs as passages, each about its own subject.
+    (Within any passage, `rules.slots.about_subject` splits glued sentences too; this restores
+    the dataset's paragraphs, which no rule can know.)"""
+    return "\n\n".join(glued_pieces(knowledge))
 
 
 def run_noise(

@@ -11,7 +11,7 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import head_noun
+from serc_dspy.rules.answers import head_noun, question_kind
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.rivals import RIVAL_FRAME_WORDS, frame_stems, sentence_of
 from serc_dspy.rules.slots import EvidenceSentence
@@ -61,6 +61,16 @@ register(
          "extra tuning items 1-160 the only two swaps to a name the question gives were "
          "wrong (\"Glenn Frey.\" became \"Eagles.\")",
          found_on="HaluEval extra tuning items 98, 160"),
+    Rule("choose.named_answer", "a caller's short answer to a person, place, date or number "
+         "question whose value the question itself names (\"Who won a Nobel Prize in 1943 "
+         "and is associated with Max Volmer?\": \"Max Volmer won the Nobel Prize in "
+         "1943.\"), the question offering no options, is not held by `choose.own_stated` "
+         "against a rival chosen in both orders", "a question describes its answer by the "
+         "things it names, so the evidence stating such a value is no sign it answers; of "
+         "the 220 extra tuning items, 1 hallucinated answer and no right one was held so "
+         "(its rival the right one); for an \"other\" question the slot may be the "
+         "question's subject (\"Superheaven and Oceansize have unique genres.\"), not an "
+         "answer, hence the kinds", found_on="HaluEval extra tuning item 164"),
 )
 
 _OFFERS = re.compile(r"\bor\b|\bwhich (?:one|of)\b", re.IGNORECASE)
@@ -79,6 +89,14 @@ def question_named(question: str, options: list[Candidate]) -> list[str]:
         return []
     return [c.value for c in options[1:] if c.origin == "evidence" and c.value[:1].isupper()
             and named(c.value)]
+
+
+def names_answer(question: str, value: str) -> bool:
+    """Whether a person, place, date or number question names `value`, the short answer's
+    own, and offers no options (`choose.named_answer`)."""
+    return question_kind(question) in ("person", "place", "date", "number") and \
+        not _OFFERS.search(question) and bool(normalise(value, fold=True)) and \
+        f" {normalise(value, fold=True)} " in f" {normalise(question, fold=True)} "
 
 
 def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from serc_dspy.core.text import normalise, split_sentences
+from serc_dspy.core.text import glued_pieces, normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Passage, Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.frames import following_words, preceding_word
@@ -298,11 +298,6 @@ class EvidenceSentence:
     offset: int
 
 
-_GLUED = re.compile(r"(?<=[a-z\d)\]][.!?])(?=[A-Z][a-z])")
-"""Two sentences glued without a space ("... in the 19th century.First for Women is ..."), as
-knowledge files concatenated from paragraphs have them: two evidence sentences, not one."""
-
-
 def about_subject(passages: list[Passage], subject_name: str) -> list[EvidenceSentence]:
     """The sentences of the passages that name the subject (any of its name words, anywhere
     in the passage: a passage about "Maria Skłodowska" that says "Curie" later is about
@@ -314,8 +309,8 @@ def about_subject(passages: list[Passage], subject_name: str) -> list[EvidenceSe
         if names and not names & {w.lower() for w in words_of(passage.text)}:
             continue
         cursor = 0
-        sentences = [piece for sentence in split_sentences(passage.text) or [passage.text]
-                     for piece in _GLUED.split(sentence) if piece.strip()]
+        sentences = [sentence for piece in glued_pieces(passage.text)
+                     for sentence in split_sentences(piece) or [piece]]
         for sentence in sentences:
             offset = passage.text.find(sentence, cursor)
             offset = cursor if offset < 0 else offset
@@ -415,36 +410,3 @@ def has_value(kind: str, value: str, text: str) -> bool:
     """Whether `text` holds a span of the slot's kind whose normal form is `value`."""
     return any(compatible(kind, s.kind) and normal_form(kind, _as_kind(kind, s)) == value
                for s in spans(text))
-
-
-def swap(text: str, old: str, new: str) -> str | None:
-    """`text` with the one whole-word `old` replaced by `new`, and the article before it agreed
-    ("a" / "an"); None unless `old` stands exactly once."""
-    if _count(text, old) != 1:
-        return None
-    fixed = re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", lambda _: new, text, count=1)
-    at = fixed.find(new)
-    article = re.search(r"\b(an?|An?)\s+$", fixed[:at])
-    if article:
-        want = "an" if new[:1].lower() in "aeiou" else "a"
-        if article.group(1).lower() != want:
-            want = want.capitalize() if article.group(1)[0].isupper() else want
-            fixed = fixed[:article.start(1)] + want + fixed[article.end(1):]
-    return fixed
-
-
-def only_span_changed(before: str, after: str, old: str, new: str) -> bool:
-    """The character diff of a swap: `after` is `before` with `old` replaced by `new` and, at
-    most, the article in front of it agreed; nothing else."""
-    if _count(before, old) != 1:
-        return False
-    a = before.find(old) if old in before else re.search(
-        rf"(?<!\w){re.escape(old)}(?!\w)", before).start()
-    head, tail = before[:a], before[a + len(old):]
-    if not after.endswith(tail) or not after[:len(after) - len(tail)].endswith(new):
-        return False
-    new_head = after[:len(after) - len(tail) - len(new)]
-    if new_head == head:
-        return True
-    return re.sub(r"\b(an?|An?)(\s+)$", r"\2", new_head) == re.sub(r"\b(an?|An?)(\s+)$", r"\2",
-                                                                       head)

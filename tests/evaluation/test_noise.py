@@ -11,7 +11,7 @@ from scripted import entity, scripted_lm
 from serc_dspy.cli import main
 from serc_dspy.core.errors import UserError
 from serc_dspy.core.io import read_jsonl
-from serc_dspy.core.trace import Fact, Trace
+from serc_dspy.core.trace import Fact, Passage, Trace
 from serc_dspy.evaluation.injection import (
     InjectedError,
     NoisyDraft,
@@ -328,6 +328,31 @@ def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():
     assert split_sentences(unglued(glued))[1] == "First for Women is a magazine published " \
                                                    "in the U.S. since 1989."
     assert unglued("He ran the U.S.Army in 3.5 years.") == "He ran the U.S.Army in 3.5 years."
+
+
+def test_glued_sentences_are_cut_at_an_initial_an_acronym_or_a_quote():
+    # HaluEval tuning items 165, 116, 19 and qa_dev 4: a comparison by birth years found
+    # no sentence of its own for "H. Bruce Humberstone", glued to the other option's
+    from serc_dspy.core.text import glued_pieces
+    from serc_dspy.rules.slots import about_subject
+
+    assert glued_pieces('He was an actor.H. Bruce "Lucky" Humberstone was born in 1901.') == [
+        "He was an actor.", 'H. Bruce "Lucky" Humberstone was born in 1901.']
+    assert glued_pieces("It cites Nano Letters.ACS Nano is a journal.")[1] == \
+        "ACS Nano is a journal."
+    # a straight quote after the stop opens the next sentence, unless one is open before it
+    assert glued_pieces('It came out in 2017."New Rules" is a song.')[1] == \
+        '"New Rules" is a song.'
+    assert glued_pieces('He starred in "Catch Me If You Can."Old School is a film.')[0] == \
+        'He starred in "Catch Me If You Can."'
+    assert glued_pieces("from the seventh position.Sébastien Buemi drove.")[1] == \
+        "Sébastien Buemi drove."
+    for whole in ("He got his Ph.D. at Yale.", "He ran the U.S.Army in 3.5 years.",
+                  'It is owned by "Time Inc." It was started in 1922.'):
+        assert glued_pieces(whole) == [whole]
+    passage = Passage(text="LaBute (born 1963) is an actor.H. Bruce Humberstone (1901) was too.")
+    assert [s.text for s in about_subject([passage], "")] == [
+        "LaBute (born 1963) is an actor.", "H. Bruce Humberstone (1901) was too."]
 
 
 def test_bench_halueval_fixes_and_keeps_the_control_right(tmp_path, monkeypatch, capsys):

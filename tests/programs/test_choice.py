@@ -16,10 +16,9 @@ from serc_dspy.rules.slots import (
     collect_candidates,
     find_slots,
     normal_form,
-    only_span_changed,
     spans,
-    swap,
 )
+from serc_dspy.rules.swaps import only_span_changed, swap
 
 QUESTION = "Tell me a bio of Marie Curie."
 DRAFT = ("Marie Curie was born on 7 November 1867 in Kraków. She won the Nobel Prize in "
@@ -266,6 +265,22 @@ def test_a_swap_changes_its_span_and_the_article_before_it_and_nothing_else():
     assert only_span_changed("He was an actor.", "He was a painter.", "actor", "painter")
     assert not only_span_changed("He was an actor in 1900.", "He was a painter in 1901.",
                                  "actor", "painter")
+
+
+def test_a_swap_to_a_value_with_its_own_article_keeps_one_article():
+    # HaluEval tuning items 192 and 21 printed "The The Soldier's Tale", "The the Chien-gris"
+    for before, old, new, after in (
+            ("The Golden Goose", "Golden Goose", "The Soldier's Tale", "The Soldier's Tale"),
+            ("The Chinese dog is extinct.", "Chinese dog", "the Chien-gris",
+             "The Chien-gris is extinct."),
+            ("He saw an ox.", "ox", "The Beatles", "He saw The Beatles."),
+            ("It is in Paris.", "Paris", "The Hague", "It is in The Hague.")):
+        assert swap(before, old, new) == after
+        assert only_span_changed(before, after, old, new)
+    assert not only_span_changed("He was the actor.", "He was painter.", "actor", "painter")
+    assert not only_span_changed("He saw an ox.", "He saw painter.", "ox", "painter")
+    assert not only_span_changed("The Golden Goose", "A Soldier's Tale", "Golden Goose",
+                                 "The Soldier's Tale")
 
 
 # -- short answers ------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.date_year", "choose.frame_first", "choose.year_bound",
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
-         "choose.read_rival", "choose.question_named"}
+         "choose.read_rival", "choose.question_named", "choose.named_answer"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1146,6 +1146,34 @@ def test_a_name_the_question_gives_is_not_offered_as_its_answer():
     # off: the question's own name is offered, chosen, and swapped in
     off, engine = _music("Blue Sky", "Blue Sky", **{"choose.question_named": False})
     assert "Blue Sky" in _offered(engine) and off.answer == "Blue Sky."
+
+
+NOBEL_CORPUS = LocalCorpus.from_texts({
+    "n.txt": "Max Volmer was a German physical chemist. He worked with Otto Stern, who won the "
+             "Nobel Prize in Physics in 1943.",
+})
+
+
+def test_an_answer_the_question_names_does_not_hold_back_a_rival():
+    # HaluEval extra tuning item 164: "... associated with Max Volmer?" answered "Max Volmer
+    # won the Nobel Prize in 1943.": the evidence states Max Volmer, as the question's subject
+    question = "Who won a Nobel Prize in 1943 and is associated with Max Volmer?"
+    draft = "Max Volmer won the Nobel Prize in 1943."
+    fixed, _ = _answer(NOBEL_CORPUS, question, draft, "Otto Stern")
+    assert fixed.trace.ruled("choose.named_answer", "f0.0")
+    assert fixed.answer == "Otto Stern won the Nobel Prize in 1943."
+    assert not fixed.trace.ruled("choose.own_stated")
+    # off: the stated answer holds the rival back, and the answer stays as it was
+    off, _ = _answer(NOBEL_CORPUS, question, draft, "Otto Stern",
+                     **{"choose.named_answer": False})
+    assert off.trace.ruled("choose.own_stated") and off.answer == draft
+    # a question that offers options names both, and the answer is one of them: held back
+    from serc_dspy.rules.asked import names_answer
+    assert not names_answer("Who is older, Max Volmer or Otto Stern?", "Max Volmer")
+    # an "other" question's slot may be its subject, not an answer ("Superheaven and
+    # Oceansize have unique genres."): not this rule's
+    assert not names_answer("Superheaven and Oceansize, are bands of which shared genre?",
+                            "Superheaven")
 
 
 def test_a_question_that_offers_options_keeps_them():

@@ -14,7 +14,7 @@ from serc_dspy.programs.serc.common import UNCHANGED, Settings, Stage, as_senten
 from serc_dspy.rules.agree import mentioned
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.fixes import POSITIONAL_MIN_SIMILARITY, collateral, loses_content, rewords
-from serc_dspy.rules.slots import swap
+from serc_dspy.rules.swaps import swap
 from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import CorrectFacts, FactFix
 

@@ -27,7 +27,7 @@ from serc_dspy.rules.guards import (
     polish_problem,
     rewrite_problem,
 )
-from serc_dspy.rules.slots import only_span_changed, swap
+from serc_dspy.rules.swaps import only_span_changed, swap
 from serc_dspy.runtime.steps import Run, StepSpec
 from serc_dspy.signatures import PolishAnswer, RewriteSentence
 

@@ -15,7 +15,13 @@ from serc_dspy.rules.answers import (
     question_kind,
     typed_ruling,
 )
-from serc_dspy.rules.asked import asked_frame, asked_noun, echo_leader, question_named
+from serc_dspy.rules.asked import (
+    asked_frame,
+    asked_noun,
+    echo_leader,
+    names_answer,
+    question_named,
+)
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
@@ -190,7 +196,8 @@ class ShortAnswers:
         evidence states (else `choose.own_stated` holds it): the question's words stand around
         the rival (`choose.asked_frame`), the evidence calls it by the asked type word
         (`choose.asked_noun`), the answer names no person when one was asked for
-        (`choose.off_type`), or the question echoes the rival more (`choose.question_echo`)."""
+        (`choose.off_type`), the question echoes the rival more (`choose.question_echo`), or
+        the question names the answer's own value (`choose.named_answer`)."""
         question, own = run.trace.question, slot.candidates[0].value
         for rule, fires, detail in (
                 ("choose.asked_frame", lambda: asked_frame(question, slot, evidence, rival),
@@ -201,7 +208,9 @@ class ShortAnswers:
                  "a person was asked for: the answer names no person, the rival does"),
                 ("choose.question_echo",
                  lambda: echo_leader(question, [rival.value, own], evidence) == rival.value,
-                 "the question's words stand around the rival more than around the answer")):
+                 "the question's words stand around the rival more than around the answer"),
+                ("choose.named_answer", lambda: names_answer(question, own),
+                 "the question names the answer's own value: its being stated is no sign")):
             if run.on(rule) and fires():
                 run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=detail)
                 return True
