@@ -91,7 +91,8 @@ register(
          "split between him and the singer", english_only=True,
          found_on="HaluEval tuning item 12"),
     Rule("choose.off_type", "a short answer to a person question whose value is no person's "
-         "name (two words or more, the first no given name, initial or honorific) is not held "
+         "name (two words or more, the first no given name, initial or honorific; or a name "
+         "the answer puts after \"the\") is not held "
          "by `choose.own_stated` against a rival chosen in both orders when every rival offered "
          "is a full name: the evidence states the value, but not as who was asked for",
          "a kickboxer question answered with his gym (\"Mike's Gym in Oostzaan\"), which the "
@@ -403,19 +404,6 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
 def _scripts(text: str) -> set[str]:
     """The scripts of a text's letters, by their Unicode names ("LATIN", "CYRILLIC")."""
     return {unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()}
-
-
-def off_type(question: str, slot: Slot) -> bool:
-    """`choose.off_type`: a person question's answer that is no person's name (of two words or
-    more: a bare surname may still be one; not only capitalised words, which may name a person
-    whose given name no list knows, "Zooey Deschanel"), while every rival offered is a full
-    name ("Mike's Gym in Oostzaan" is none)."""
-    words = slot.text.split()
-    offered = [c.value for c in slot.candidates if c.origin == "evidence"]
-    plain = all(w[:1].isupper() and w.isalpha() for w in words)
-    return question_kind(question) == "person" and slot.kind == "name" and not plain and \
-        len(words) > 1 and not opens_person_name(words[0]) and bool(offered) and \
-        all(len(v.split()) > 1 and opens_person_name(v.split()[0]) for v in offered)
 
 
 def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _every_rule

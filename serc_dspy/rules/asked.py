@@ -13,6 +13,7 @@ from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.answers import head_noun, question_kind
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.people import opens_person_name
 from serc_dspy.rules.rivals import RIVAL_FRAME_WORDS, frame_stems, sentence_of
 from serc_dspy.rules.slots import EvidenceSentence
 from serc_dspy.rules.words import content_stems, stem, words_of
@@ -97,6 +98,29 @@ def names_answer(question: str, value: str) -> bool:
     return question_kind(question) in ("person", "place", "date", "number") and \
         not _OFFERS.search(question) and bool(normalise(value, fold=True)) and \
         f" {normalise(value, fold=True)} " in f" {normalise(question, fold=True)} "
+
+
+def article_before(sentence: str, value: str) -> str:
+    """The "the " that stands right before `value` in `sentence` ("The Kingsmen"), or ""."""
+    at = sentence.find(value) if value else -1
+    found = re.search(r"\bthe\s+$", sentence[:at], re.IGNORECASE) if at >= 0 else None
+    return found.group(0) if found else ""
+
+
+def off_type(question: str, slot: Slot, sentence: str = "") -> bool:
+    """`choose.off_type`: a person question's answer that is no person's name (of two words or
+    more: a bare surname may still be one; not only capitalised words, which may name a person
+    whose given name no list knows, "Zooey Deschanel"; or a name the answer's `sentence` puts
+    after "the": "The Kingsmen wrote the song."), while every rival offered is a full name
+    ("Mike's Gym in Oostzaan" is none)."""
+    words = slot.text.split()
+    offered = [c.value for c in slot.candidates if c.origin == "evidence"]
+    plain = all(w[:1].isupper() and w.isalpha() for w in words)
+    no_name = bool(article_before(sentence, slot.text)) or \
+        (not plain and len(words) > 1 and not opens_person_name(words[0]))
+    return question_kind(question) == "person" and slot.kind == "name" and no_name and \
+        bool(offered) and \
+        all(len(v.split()) > 1 and opens_person_name(v.split()[0]) for v in offered)
 
 
 def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],

@@ -661,7 +661,7 @@ GYM_CORPUS = LocalCorpus.from_texts({
 def test_a_person_question_answered_by_no_persons_name_yields_to_a_full_name():
     # the case that motivated it: HaluEval tuning item 2, answered with the fighter's gym,
     # which the evidence names, so `choose.own_stated` kept the right fighter out
-    from serc_dspy.rules.answers import off_type
+    from serc_dspy.rules.asked import off_type
 
     fixed, _ = _answer(GYM_CORPUS, KICK, "Mike's Gym in Oostzaan", "Badr Hari")
     assert fixed.answer == "Badr Hari"
@@ -684,6 +684,29 @@ def test_a_person_question_answered_by_no_persons_name_yields_to_a_full_name():
     # another kind of question: quiet
     assert not off_type("Where does Badr Hari train?", slot.model_copy(update={
         "text": "Mike's Gym in Oostzaan"}))
+
+
+
+BAND_CORPUS = LocalCorpus.from_texts({
+    "k.txt": "The Kingsmen recorded a cover of the song. Richard Berry wrote the song in 1955.",
+})
+
+
+def test_a_name_the_answer_puts_after_the_is_no_persons_name():
+    # HaluEval extra tuning item 245: "Who wrote the song ...?" answered "The Kingsmen wrote
+    # the song.": a band, which the evidence names, so `choose.own_stated` held the writer
+    from serc_dspy.rules.asked import off_type
+
+    question = "Who wrote the song that the Kingsmen covered?"
+    fixed, _ = _answer(BAND_CORPUS, question, "The Kingsmen wrote the song.", "Richard Berry")
+    assert fixed.trace.ruled("choose.off_type", "f0.0")
+    assert fixed.answer == "Richard Berry wrote the song."
+    slot = Slot(kind="name", text="Kingsmen", candidates=[
+        Candidate(value="Kingsmen", origin="fact"),
+        Candidate(value="Richard Berry", origin="evidence")])
+    assert off_type(question, slot, "The Kingsmen wrote the song.")
+    # without "the" a one-word name may be a surname: held, as before
+    assert not off_type(question, slot, "Kingsmen wrote the song.")
 
 
 DUET_CORPUS = LocalCorpus.from_texts({

@@ -11,15 +11,16 @@ from serc_dspy.programs.serc.confidence import Asked
 from serc_dspy.rules.answers import (
     answer_candidates,
     answer_slots,
-    off_type,
     question_kind,
     typed_ruling,
 )
 from serc_dspy.rules.asked import (
+    article_before,
     asked_frame,
     asked_noun,
     echo_leader,
     names_answer,
+    off_type,
     question_named,
 )
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
@@ -199,12 +200,14 @@ class ShortAnswers:
         (`choose.off_type`), the question echoes the rival more (`choose.question_echo`), or
         the question names the answer's own value (`choose.named_answer`)."""
         question, own = run.trace.question, slot.candidates[0].value
+        sentence = run.trace.sentences[fact.sentence].text \
+            if fact.sentence < len(run.trace.sentences) else fact.text
         for rule, fires, detail in (
                 ("choose.asked_frame", lambda: asked_frame(question, slot, evidence, rival),
                  "the question's words stand around the rival, not around the answer"),
                 ("choose.asked_noun", lambda: asked_noun(question, slot, evidence, rival),
                  "the evidence calls the rival by the type word asked for"),
-                ("choose.off_type", lambda: off_type(question, slot),
+                ("choose.off_type", lambda: off_type(question, slot, sentence),
                  "a person was asked for: the answer names no person, the rival does"),
                 ("choose.question_echo",
                  lambda: echo_leader(question, [rival.value, own], evidence) == rival.value,
@@ -213,6 +216,9 @@ class ShortAnswers:
                  "the question names the answer's own value: its being stated is no sign")):
             if run.on(rule) and fires():
                 run.rule(rule, fact.id, before=slot.text, after=rival.value, detail=detail)
+                if rule == "choose.off_type" and (the := article_before(sentence, slot.text)):
+                    # "The Kingsmen" is a band's name: the person replaces it with its "the"
+                    slot.start, slot.text = slot.start - len(the), the + slot.text
                 return True
         return False
 
