@@ -23,7 +23,7 @@ from typing import Any
 
 from serc_dspy.core.errors import UserError
 from serc_dspy.core.io import read_json, read_jsonl, write_json, write_jsonl
-from serc_dspy.core.text import glued_pieces, normalise
+from serc_dspy.core.text import glued_pieces
 from serc_dspy.evaluation.ablation import (
     VARIANT,
     ablation,
@@ -32,6 +32,7 @@ from serc_dspy.evaluation.ablation import (
     variants,
 )
 from serc_dspy.evaluation.datasets import Item
+from serc_dspy.evaluation.halueval_score import halueval_outcome
 from serc_dspy.evaluation.injection import NoisyDraft, corpus_articles, load_articles, make_drafts
 from serc_dspy.evaluation.intervals import Pair, format_ci, paired_difference, with_intervals
 from serc_dspy.evaluation.noise import NoiseScore, NoiseSummary, score_records, summarize_noise
@@ -328,21 +329,6 @@ def load_halueval(path: str | os.PathLike[str], limit: int | None = None,
         keep.append({**row, "id": f"halueval-{number}"})
     keep = keep[offset:]
     return keep[:limit] if limit is not None else keep
-
-
-def _padded(text: str) -> str:
-    """`normalise(text, singular=True)` between spaces, so a match is of whole words:
-    "16-year-old" matches "16 years old", and "Hole" does not match inside "whole"."""
-    words = normalise(text, singular=True)
-    return f" {words} " if words else ""
-
-
-def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
-    """`right`: the right answer appears; `gone`: the hallucinated answer no longer does."""
-    text = _padded(answer or "")
-    right_in = bool(_padded(right)) and _padded(right) in text
-    wrong_in = bool(_padded(hallucinated)) and _padded(hallucinated) in text
-    return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
 
 
 def run_halueval(data: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,

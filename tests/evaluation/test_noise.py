@@ -311,12 +311,18 @@ def test_bench_noise_runs_end_to_end_and_writes_the_table_and_the_waterfall(
 
 
 def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
-    from serc_dspy.evaluation.benchmarks import halueval_outcome
+    from serc_dspy.evaluation.halueval_score import halueval_outcome
 
     assert halueval_outcome("Katniss is 16 years old.", "16-year-old", "teenage")["fixed"]
     assert not halueval_outcome("The whole band split.", "Hole", "Nirvana")["right"]
     assert not halueval_outcome("It was Hole.", "The Wolfhounds", "Hole")["gone"]
     assert not halueval_outcome("", "", "Hole")["right"]
+    # a name with its nickname quoted inside it (HaluEval extra item 165, qa_dev 44 and 60)
+    right = 'H. Bruce "Lucky" Humberstone'
+    for said in ("H. Bruce Humberstone was born first.", "Lucky Humberstone was born first.",
+                 'H. Bruce "Lucky" Humberstone'):
+        assert halueval_outcome(said, right, "Neil LaBute")["fixed"]
+    assert not halueval_outcome("Bruce Humberstone was born first.", right, "X")["right"]
 
 
 def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():

@@ -1,0 +1,40 @@
+"""How a HaluEval answer is scored: the right answer stated (in a form it may take), the
+hallucinated one gone. Whole words, after `core.text.normalise`."""
+
+from __future__ import annotations
+
+import re
+
+from serc_dspy.core.text import normalise
+
+
+def _padded(text: str) -> str:
+    """`normalise(text, singular=True)` between spaces, so a match is of whole words:
+    "16-year-old" matches "16 years old", and "Hole" does not match inside "whole"."""
+    words = normalise(text, singular=True)
+    return f" {words} " if words else ""
+
+
+_NICKNAME = re.compile(r"^(?P<given>.*?\S)\s+[\"\u201c](?P<nick>[^\"\u201d]+)[\"\u201d]\s+"
+                       r"(?P<rest>\S.*)$")
+"""A name with its nickname quoted inside it: Jacob "Jack" Kevorkian."""
+
+
+def right_forms(right: str) -> list[str]:
+    """The forms a right answer may be stated in: as HaluEval gives it, and, for a name with
+    a quoted nickname (Jacob "Jack" Kevorkian, 7 of its 930 right answers), the name without
+    the nickname (Jacob Kevorkian) or with the nickname as its given name (Jack Kevorkian)."""
+    name = _NICKNAME.match(" ".join(right.split()))
+    if not name:
+        return [right]
+    given, nick, rest = name.group("given"), name.group("nick"), name.group("rest")
+    return [right, f"{given} {rest}", f"{nick} {rest}"]
+
+
+def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:
+    """`right`: the right answer appears (in one of its `right_forms`); `gone`: the
+    hallucinated answer no longer does."""
+    text = _padded(answer or "")
+    right_in = any(bool(_padded(form)) and _padded(form) in text for form in right_forms(right))
+    wrong_in = bool(_padded(hallucinated)) and _padded(hallucinated) in text
+    return {"right": right_in, "gone": not wrong_in, "fixed": right_in and not wrong_in}
