@@ -238,7 +238,11 @@ def compare_slot(question: str, slot: Slot, evidence: list[EvidenceSentence],
         rule, decided = "choose.compare_amounts", compare_by_amounts(question, options, evidence)
     if decided is None and on("choose.stated_option"):
         rule, decided = "choose.stated_option", stated_option(question, options, evidence)
-    own = next((o for o in options if slot.text in option_ends(o)), slot.text)
+    named = [o for o in options if sentence and names_option(sentence, o)]
+    # a slot that is no option ("Lucky" in 'H. Bruce "Lucky" Humberstone') stands for the one
+    # option the answer names: never swapped for that option's own name
+    own = next((o for o in options if slot.text in option_ends(o)),
+               named[0] if len(named) == 1 else slot.text)
     if decided is None:
         slot.ruling = "unverified"
         slot.note = "the evidence decides between the options neither by a date or amount " \

@@ -187,3 +187,19 @@ def test_an_answer_worded_the_other_way_round_names_the_other_option():
     wrong = Slot(kind="name", text="Mary Pierce", start=0)
     compare_slot(question, wrong, evidence, sentence="Mary Pierce is two years younger.")
     assert wrong.ruling == "contradicted" and wrong.chosen == "Kim Clijsters"
+
+
+def test_a_slot_that_is_no_option_stands_for_the_option_the_answer_names():
+    # HaluEval extra tuning item 165 (once its glued knowledge was cut): the right answer
+    # 'H. Bruce "Lucky" Humberstone' had its quoted nickname as its slot, and the decided
+    # option was swapped into it ('H. Bruce "H. Bruce Humberstone" Humberstone')
+    question = "Who was born first Neil LaBute or H. Bruce Humberstone?"
+    evidence = said("Neil N. LaBute (born March 19, 1963) is an American film director.",
+                    'H. Bruce "Lucky" Humberstone (November 18, 1901 - 1984) was an actor.')
+    right = Slot(kind="name", text="Lucky", start=10)
+    assert compare_slot(question, right, evidence, sentence='H. Bruce "Lucky" Humberstone') == (
+        "choose.compare", "H. Bruce Humberstone")
+    assert right.ruling == "supported" and right.chosen is None
+    wrong = Slot(kind="name", text="Neil N. LaBute", start=0)
+    compare_slot(question, wrong, evidence, sentence="Neil N. LaBute was born first.")
+    assert wrong.ruling == "contradicted" and wrong.chosen == "H. Bruce Humberstone"
