@@ -22,8 +22,9 @@ _NICKNAME = re.compile(r"^(?P<given>.*?\S)\s+[\"\u201c](?P<nick>[^\"\u201d]+)[\"
 
 def right_forms(right: str) -> list[str]:
     """The forms a right answer may be stated in: as HaluEval gives it, and, for a name with
-    a quoted nickname (Jacob "Jack" Kevorkian, 7 of its 930 right answers), the name without
-    the nickname (Jacob Kevorkian) or with the nickname as its given name (Jack Kevorkian)."""
+    a quoted nickname (Jacob "Jack" Kevorkian: 7 of the 500 right answers of qa_dev and the
+    extra tuning questions), the name without the nickname (Jacob Kevorkian) or with the
+    nickname as its given name (Jack Kevorkian)."""
     name = _NICKNAME.match(" ".join(right.split()))
     if not name:
         return [right]
