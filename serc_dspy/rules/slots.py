@@ -88,7 +88,11 @@ register(
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?")
 _DATE = re.compile(rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{3,4}}"
-                   rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}|{_MONTH}\s+\d{{4}})\b")
+                   rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}|{_MONTH}\s+\d{{4}}"
+                   # a day and month without a year ("born on June 25"): a date, not the
+                   # number 25 (whose swap for "25 June 1961" wrote "June 25 June 1961")
+                   rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?!\w|,?\s*\d)"
+                   rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?!\w|,?\s*\d))\b")
 _YEAR = re.compile(r"(?<![\w.,-])(1\d{3}|20\d{2})(?![\w])")
 _NUMBER_WORDS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "

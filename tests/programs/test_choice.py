@@ -461,3 +461,16 @@ def test_the_subjects_own_name_is_never_a_rival_for_another_of_its_names():
     name = next(s for s in find_slots(fact, fact, "Beenie Man") if s.text.startswith("Moses"))
     values = [c.value for c in collect_candidates(name, fact, evidence, "Beenie Man")]
     assert "Beenie Man" not in values
+
+
+def test_a_day_and_month_without_a_year_is_a_date_slot():
+    # HaluEval extra tuning item 280: "born on June 25." had its number 25 as its slot, and
+    # the swap for "25 June 1961" wrote "born on June 25 June 1961."
+    for text, value in (("Ricky Gervais was born on June 25.", "June 25"),
+                        ("He was born on 25 June.", "25 June"),
+                        ("He died on 3 May, aged 40.", "3 May")):
+        assert [(s.kind, s.text) for s in spans(text) if s.kind == "date"] == [("date", value)]
+    assert [s.text for s in spans("He was born on June 25, 1961.")] == ["June 25, 1961"]
+    assert normal_form("date", "June 25") != normal_form("date", "25 June 1961")
+    assert swap("Ricky Gervais was born on June 25.", "June 25", "25 June 1961") == \
+        "Ricky Gervais was born on 25 June 1961."
