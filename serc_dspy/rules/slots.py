@@ -382,12 +382,14 @@ def _offer(slot: Slot, sentences: list[EvidenceSentence],
     where `fits`, with the words that lead up to each, up to the `cap`; then "not stated"."""
     options = options or [Candidate(value=slot.text, origin="fact")]
     seen = {normal_form(slot.kind, c.value) for c in options}
+    dated = slot.kind == "date" and bool(_YEAR.search(slot.text))
     for sentence in sentences:
         for span in spans(sentence.text, subject):
             if len(options) >= cap - 1:
                 break
-            if not compatible(slot.kind, span.kind):
-                continue
+            if not compatible(slot.kind, span.kind) or \
+                    dated and span.kind == "date" and not _YEAR.search(span.text):
+                continue  # a date with its year is never offered a day and month alone
             value = _as_kind(slot.kind, span)
             key = normal_form(slot.kind, value)
             if not key or key in seen or not fits(sentence, span, value):

@@ -9,7 +9,7 @@ from scripted import scripted_lm
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
-from serc_dspy.core.trace import Passage
+from serc_dspy.core.trace import Passage, Slot
 from serc_dspy.programs.serc.choice import SlotChooser, option_orders
 from serc_dspy.rules.slots import (
     about_subject,
@@ -474,3 +474,20 @@ def test_a_day_and_month_without_a_year_is_a_date_slot():
     assert normal_form("date", "June 25") != normal_form("date", "25 June 1961")
     assert swap("Ricky Gervais was born on June 25.", "June 25", "25 June 1961") == \
         "Ricky Gervais was born on 25 June 1961."
+
+
+def test_a_date_with_its_year_is_never_offered_a_day_and_month_alone():
+    # the report bios at 8c3e0e8: once a day and month were dates, two true birth dates were
+    # swapped for another event's "5 February" (two false alarms, counted)
+    evidence = about_subject([Passage(text="Icardi was born on 19 February 1993 in Rosario. He "
+                                           "scored on 5 February against Roma.")], "Icardi")
+    dated = Slot(kind="date", text="19 February 1994", start=19)
+    assert [c.value for c in collect_candidates(
+        dated, "Icardi was born on 19 February 1994.", evidence, "Icardi")] == [
+        "19 February 1994", "19 February 1993", "not stated"]
+    # a day and month alone may take the evidence's full date
+    evidence = about_subject([Passage(text="Gervais was born on 25 June 1961.")], "Gervais")
+    bare = Slot(kind="date", text="June 25", start=20)
+    assert [c.value for c in collect_candidates(
+        bare, "Gervais was born on June 25.", evidence, "Gervais")] == [
+        "June 25", "25 June 1961", "not stated"]
