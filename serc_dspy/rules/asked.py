@@ -1,6 +1,8 @@
 """The guards that read a caller's short answer against its question: a rival chosen in both
 option orders replaces an answer the evidence also states when the question's own words point
-to it (`choose.asked_frame`, `choose.asked_noun`, `choose.question_echo`).
+to it (`choose.asked_frame`, `choose.asked_noun`, `choose.question_echo`), when the answer is
+of another type than the question asks (`choose.off_type`), or is a value the question itself
+names (`choose.named_answer`, `choose.question_named`).
 
 The draft's facts are guarded by the passages alone (`rules.rivals`); a short answer has one
 more witness, the question, whose words describe the answer as the evidence does."""
