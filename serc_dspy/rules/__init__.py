@@ -20,6 +20,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     quotes,
     reading,
     rivals,
+    shared,
     slots,
     titles,
     yesno,

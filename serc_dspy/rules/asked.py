@@ -74,8 +74,18 @@ register(
          "(its rival the right one); for an \"other\" question the slot may be the "
          "question's subject (\"Superheaven and Oceansize have unique genres.\"), not an "
          "answer, hence the kinds", found_on="HaluEval extra tuning item 164"),
+    Rule("firewall.echoed_reset", "a reset whose grounded answer only repeats a name the "
+         "question gives (\"The Libertine\" for \"What television series did the actor that "
+         "Penny Layden performed with in The Libertine star in?\"), the question offering no "
+         "options, keeps the answer it would have replaced", "a question describes its "
+         "answer by the things it names, so such a grounded answer answers nothing; on the "
+         "extra tuning items the only grounded answers of this kind (2 of 300 items) each "
+         "replaced a draft by a name from its question", english_only=True,
+         found_on="HaluEval extra tuning items 283, 311"),
 )
 
+ECHO_WORDS = 6
+"""A grounded answer longer than this is more than a name, whatever the question says."""
 _OFFERS = re.compile(r"\bor\b|\bwhich (?:one|of)\b", re.IGNORECASE)
 
 
@@ -92,6 +102,15 @@ def question_named(question: str, options: list[Candidate]) -> list[str]:
         return []
     return [c.value for c in options[1:] if c.origin == "evidence" and c.value[:1].isupper()
             and named(c.value)]
+
+
+def echoes_question(question: str, answer: str) -> bool:
+    """Whether an answer is only a name the question gives (an article and a final stop
+    aside), and the question offers no options (`firewall.echoed_reset`)."""
+    bare = normalise(re.sub(r"^(?:the|a|an)\s+", "", answer.strip().rstrip("."), flags=re.I),
+                     fold=True)
+    return bool(bare) and len(bare.split()) <= ECHO_WORDS and not _OFFERS.search(question) \
+        and f" {bare} " in f" {normalise(question, fold=True)} "
 
 
 def names_answer(question: str, value: str) -> bool:

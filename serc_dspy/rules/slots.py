@@ -137,7 +137,7 @@ def _name_runs(text: str):
         k = j
 _ROLE = re.compile(r"\b(?:is|was|are|were|became|become|as)\s+(?:an?|the)\s+"
                    r"((?:[A-Z][\w-]*\s+|[a-z]+ly\s+|(?:and|or)\s+)*)([a-z][a-z-]+)\b")
-_ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
+ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "type", "result",
                     "time", "year", "way", "series", "couple", "pair", "total"}
 ROLE_WORDS = 3
 """Lower-case words a role phrase may run to before its head noun ("a French film director")."""
@@ -189,7 +189,7 @@ def spans(text: str, subject: str = "") -> list[Span]:
     for m in _ROLE.finditer(text):
         start, end = _role_head(text, m.start(2), m.end(2))
         role = text[start:end]
-        if role.lower() not in _ROLE_NOT and len(role) > 3 and not role.endswith("-"):
+        if role.lower() not in ROLE_NOT and len(role) > 3 and not role.endswith("-"):
             add("role", start, end)
     return sorted(found, key=lambda s: s.start)
 

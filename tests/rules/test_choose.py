@@ -35,7 +35,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.date_year", "choose.frame_first", "choose.year_bound",
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
-         "choose.read_rival", "choose.question_named", "choose.named_answer"}
+         "choose.read_rival", "choose.question_named", "choose.named_answer",
+         "choose.shared_value"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -871,6 +872,29 @@ def test_a_same_question_is_answered_by_the_value_each_options_opening_states():
     off, _ = _answer(FILMMAKERS_CORPUS, SAME_NATIONALITY, "Yes.", "not stated",
                      **{"choose.same_value": False})
     assert off.answer == "Yes." and not off.trace.ruled("choose.same_value")
+
+
+DIRECTORS_CORPUS = LocalCorpus.from_texts({
+    "h.txt": "Charles Hutchison (December 3, 1879 - May 30, 1949) was an American film actor, "
+             "director and screenwriter.",
+    "b.txt": "Reginald C. Barker (April 2, 1886 - February 23, 1945) was a pioneer film "
+             "director.",
+})
+MUTUAL = "Charles Hutchison and Reginald Barker, have which mutual occupation?"
+
+
+def test_what_two_people_share_is_the_kind_both_openings_give():
+    # HaluEval extra tuning item 338: the answer's value is neither's, the shared kind is both
+    fixed, engine = _answer(DIRECTORS_CORPUS, MUTUAL, "Both actors were also writers.",
+                            "not stated")
+    assert fixed.answer == "Charles Hutchison and Reginald Barker are both film directors."
+    assert fixed.trace.ruled("choose.shared_value", "f0.0") and engine.of("ChooseValue") == []
+    kept, _ = _answer(DIRECTORS_CORPUS, MUTUAL, "film director", "not stated")
+    assert kept.answer == "film director" and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    off, _ = _answer(DIRECTORS_CORPUS, MUTUAL, "Both actors were also writers.", "not stated",
+                     **{"choose.shared_value": False})
+    assert off.answer == "Both actors were also writers."
+    assert not off.trace.ruled("choose.shared_value")
 
 
 STORES_CORPUS = LocalCorpus.from_texts({

@@ -9,7 +9,8 @@ from serc_dspy.rules.names import asks_for_answer_entity, mentions, same_name
 
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
          "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
-         "firewall.evidence_in_answer", "firewall.refused_reset", "firewall.asked_answer"}
+         "firewall.evidence_in_answer", "firewall.refused_reset", "firewall.asked_answer",
+         "firewall.echoed_reset"}
 QUIET = set(FIRES)
 
 
@@ -161,6 +162,25 @@ def test_a_reset_whose_grounded_answer_refuses_keeps_the_answer_it_would_replace
         not off.ruled("firewall.refused_reset")
     assert not run(EvidenceEntity=mismatch["EvidenceEntity"],
                    SameEntity=mismatch["SameEntity"]).ruled("firewall.refused_reset")
+
+
+def test_a_reset_whose_grounded_answer_only_repeats_the_questions_name_keeps_the_answer():
+    # HaluEval extra tuning items 283, 311: "The Libertine" answered what The Libertine's
+    # actor starred in
+    mismatch = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
+                "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"},
+                "GroundedAnswer": lambda i: {"answer": "Marie Curie."}}
+    trace = run(**mismatch)
+    assert trace.ruled("firewall.echoed_reset", "firewall") and not trace.firewall.reset
+    assert "only repeats a name the question gives" in trace.firewall.decision
+    assert trace.fact("f0.0") is not None  # the draft was decoded, not the echo
+    off = run(program=SERC(retriever=CountingRetriever(),
+                           rules={"firewall.echoed_reset": False}), **mismatch)
+    assert off.firewall.reset and not off.ruled("firewall.echoed_reset")
+    # a grounded answer that says more than the question's name is the reset's
+    told = run(**{**mismatch, "GroundedAnswer": lambda i: {
+        "answer": "Marie Curie was born in Warsaw in 1867."}})
+    assert told.firewall.reset and not told.ruled("firewall.echoed_reset")
 
 
 COLING = ("The general chair of COLING 2020 was Dan Jurafsky. He is a professor of linguistics "

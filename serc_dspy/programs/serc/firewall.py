@@ -12,6 +12,7 @@ from serc_dspy.core.text import is_refusal, split_sentences
 from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
+from serc_dspy.rules.asked import echoes_question
 from serc_dspy.rules.names import (
     ASKED_ANSWER_MIN_SENTENCES,
     asks_for_answer_entity,
@@ -189,13 +190,16 @@ class EntityFirewall(Stage):
         firewall.decision = (f"reset: the judge found {answer} and {evidence} to be different "
                              "entities")
         grounded = await self.grounded_answer(run, question, passages, trace.received)
-        if is_refusal(grounded) and not is_refusal(trace.received) and \
-                run.on("firewall.refused_reset"):
+        refused = is_refusal(grounded) and not is_refusal(trace.received) and \
+            run.on("firewall.refused_reset")
+        if refused or run.on("firewall.echoed_reset") and echoes_question(question, grounded):
             firewall.reset = False
             firewall.decision = (f"passed: the judge found {answer} and {evidence} to be "
-                                 "different entities, but the grounded answer refused")
-            run.rule("firewall.refused_reset", "firewall", before=grounded[:80],
-                     detail=firewall.decision)
+                                 "different entities, but the grounded answer " +
+                                 ("refused" if refused else "only repeats a name the question "
+                                  "gives"))
+            run.rule("firewall.refused_reset" if refused else "firewall.echoed_reset",
+                     "firewall", before=grounded[:80], detail=firewall.decision)
             return
         firewall.replaced_answer = trace.received
         trace.subject = str(evidence)

@@ -26,6 +26,7 @@ from serc_dspy.rules.asked import (
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
+from serc_dspy.rules.shared import shared_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
 from serc_dspy.rules.two_options import either_question
 from serc_dspy.rules.yesno import YES_NO
@@ -53,8 +54,10 @@ class ShortAnswers:
             sentence = run.trace.sentences[fact.sentence].text
             slot = sentence_slot(question, sentence, read) if read else None
             slots = [slot] if slot else answer_slots(question, sentence, run.on)
-            # "Are A and B both P?", "... of the same nationality?": the passages decide
-            rule, yes_no = next(((r, found) for r, read_yes_no in YES_NO if not slots and
+            # "Are A and B both P?", "... of the same nationality?", "What do A and B have in
+            # common?": the passages decide (the last whatever slot the answer has)
+            readers = (() if slots else YES_NO) + (("choose.shared_value", shared_slot),)
+            rule, yes_no = next(((r, found) for r, read_yes_no in readers if
                                  len(facts) == 1 and run.on(r) and
                                  (found := read_yes_no(question, sentence, evidence))),
                                 ("", None))

@@ -1,0 +1,61 @@
+"""`rules.shared`: what two named things have in common, read from their opening sentences."""
+
+from serc_dspy.rules.shared import kinds_of, plural, shared_kinds, shared_question, shared_slot
+from serc_dspy.rules.slots import EvidenceSentence
+
+EVIDENCE = [  # HaluEval extra tuning item 338's knowledge, cut at its sentences
+    EvidenceSentence("Charles Hutchison (December 3, 1879 - May 30, 1949) was an American film "
+                     "actor, director and screenwriter.", 0, 0),
+    EvidenceSentence("Reginald C. Barker (April 2, 1886 - February 23, 1945) was a pioneer film "
+                     "director.", 0, 100),
+]
+QUESTION = "Charles Hutchison and Reginald Barker, have which mutual occupation?"
+
+
+def test_a_shared_question_names_its_two_things():
+    assert shared_question(QUESTION) == ("Charles Hutchison", "Reginald Barker")
+    assert shared_question("What profession does Nicholas Ray and Elia Kazan have in "
+                           "common?") == ("Nicholas Ray", "Elia Kazan")
+    assert shared_question("What sport did Jack Sock and Raffaella Reggi play?") == \
+        ("Jack Sock", "Raffaella Reggi")
+    assert shared_question("Garth Jennings and Lee Cheol-ha shared what occupation?") == \
+        ("Garth Jennings", "Lee Cheol-ha")
+    # a yes/no question is `rules.yesno`'s; a question that asks for no shared value is none
+    assert shared_question("Are Pam Veasey and Jon Jost both American?") is None
+    assert shared_question("Who directed Jaws and Duel?") is None
+
+
+def test_the_kinds_are_each_item_of_the_opening_sentences_predicate():
+    assert kinds_of("Charles Hutchison", EVIDENCE) == [["film", "actor"], ["director"],
+                                                        ["screenwriter"]]
+    assert kinds_of("Reginald Barker", EVIDENCE) == [["pioneer", "film", "director"]]
+    assert kinds_of("Elia Kazan", EVIDENCE) == []  # no sentence of its own
+    # the kind both give, by its last word, in the words both share ("director" alone is
+    # one side's bare kind: the other's last two words)
+    assert shared_kinds("Charles Hutchison", "Reginald Barker", EVIDENCE) == ["film director"]
+    # "a genus of flowering plants" is no kind of plant: "genus" is no answer
+    genera = [EvidenceSentence("Kniphofia is a genus of perennial flowering plants.", 0, 0),
+              EvidenceSentence("Baptisia is a genus of flowering plants.", 0, 60)]
+    assert shared_kinds("Kniphofia", "Baptisia", genera) == []
+
+
+def test_an_answer_stating_a_shared_kind_is_supported_another_is_corrected():
+    wrong = shared_slot(QUESTION, "Both actors were also writers.", EVIDENCE)
+    assert wrong.ruling == "contradicted"
+    assert wrong.chosen == "Charles Hutchison and Reginald Barker are both film directors."
+    bare = shared_slot(QUESTION, "writer", EVIDENCE)
+    assert bare.ruling == "contradicted" and bare.chosen == "film director"
+    for right in ("film director", "Both were directors."):
+        assert shared_slot(QUESTION, right, EVIDENCE).ruling == "supported"
+    # an answer whose words each opening states is never replaced ("magazine" for two
+    # magazines that one opening calls a publication)
+    magazines = [EvidenceSentence("Sojourners magazine is a monthly publication.", 0, 0),
+                 EvidenceSentence("KO Magazine was a boxing magazine and publication.", 0, 50)]
+    assert shared_slot("Sojourners and KO Magazine share what format?", "magazine",
+                       magazines).ruling == "supported"
+    assert shared_slot("Who directed Jaws and Duel?", "Steven Spielberg", EVIDENCE) is None
+
+
+def test_a_kinds_plural():
+    assert [plural(k) for k in ("film director", "actress", "lead singer", "deputy")] == \
+        ["film directors", "actresses", "lead singers", "deputies"]
