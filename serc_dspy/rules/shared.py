@@ -40,11 +40,17 @@ _ASKED = re.compile(r"^(?:what|which)\s+(?:\w+\s+)?(?:profession|occupation|spor
                     r"career|type|kind)s?\b", re.IGNORECASE)
 _PREDICATE = re.compile(r"\b(?:is|was|are|were|as)\s+(?:an?|the|one of the)\s+")
 _END = re.compile(r"[.;:()\[\]\"“]|\b(?:who|which|that|whose|best|known|from|in|by|for|with|of|"
-                  r"based|born|since|at|on|whom|where)\b")
+                  r"based|born|since|at|on|whom|where|within|among|including|containing|native)\b")
 NO_KIND = ROLE_NOT | {"genus", "genera", "species", "family", "order", "class", "form",
                       "variety", "sort", "name"}
 """Words that end an item but name no kind a thing is ("a genus of flowering plants": the
 plants are what it is, and "genus" is no answer to "what type of vegetation?")."""
+_RANK_OF = re.compile(r"(?:[a-z]+\s+){0,3}?(?:genus|genera|species|family|group|type|kind)"
+                      r"\s+of\s+")
+"""A rank that names what its members are after "of" ("a monotypic genus of flowering
+plants")."""
+_VERB = re.compile(r"\b(?:is|are|was|were|has|have|had|been|[a-z]{3,}ed)\b")
+"""A verb that makes a short answer a sentence ("Both have leaves."), not a bare value."""
 _ITEM_SPLIT = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
 
 
@@ -68,15 +74,18 @@ def opening_of(option: str, evidence: list[EvidenceSentence]) -> str | None:
 
 def kinds_of(option: str, evidence: list[EvidenceSentence]) -> list[list[str]]:
     """The kinds the option's opening sentence (its first that opens by naming it) says it
-    is: each item of the phrase after "is a", "was an", "as the", as its lower-case words
-    (a nationality or other capitalised word before them aside): "an American film actor,
-    director and screenwriter" gives [film, actor], [director], [screenwriter]."""
+    is: each item of the phrase after "is a", "was an", "as the" (or after a rank's "of":
+    "a genus of flowering plants"), as its lower-case words (a nationality or other
+    capitalised word before them aside): "an American film actor, director and screenwriter"
+    gives [film, actor], [director], [screenwriter]."""
     own = opening_of(option, evidence)
     if own is None:
         return []
     kinds = []
     for found in _PREDICATE.finditer(own):
         phrase = own[found.end():]
+        while rank := _RANK_OF.match(phrase):  # "a genus of two or three species of
+            phrase = phrase[rank.end():]  # flowering plants": flowering plants
         end = _END.search(phrase)
         for item in _ITEM_SPLIT.split(phrase[:end.start()] if end else phrase):
             words = [w for w in item.split() if not w[:1].isupper()]
@@ -117,7 +126,10 @@ def _words(text: str) -> set[str]:
 
 
 def plural(kind: str) -> str:
-    """A kind's plural ("film directors", "actresses", "lead singers")."""
+    """A kind's plural ("film directors", "actresses", "lead singers"); a kind read after a
+    rank's "of" is plural already ("flowering plants")."""
+    if re.search(r"[^s]s$", kind):
+        return kind
     if re.search(r"(?:s|sh|ch|x)$", kind):
         return kind + "es"
     if re.search(r"[^aeiou]y$", kind):
@@ -147,7 +159,7 @@ def shared_slot(question: str, sentence: str, evidence: list[EvidenceSentence]) 
         return slot
     slot.ruling = "contradicted"
     value = " and ".join(kinds)
-    bare = len(text.split()) <= 3 and not re.search(r"\b(?:is|are|was|were)\b", text)
+    bare = len(text.split()) <= 3 and not _VERB.search(text)
     verb = "were" if re.search(r"\b(?:did|were|was)\b", question, re.IGNORECASE) else "are"
     slot.chosen = value if bare else \
         f"{a} and {b} {verb} both {' and '.join(map(plural, kinds))}."

@@ -33,10 +33,20 @@ def test_the_kinds_are_each_item_of_the_opening_sentences_predicate():
     # the kind both give, by its last word, in the words both share ("director" alone is
     # one side's bare kind: the other's last two words)
     assert shared_kinds("Charles Hutchison", "Reginald Barker", EVIDENCE) == ["film director"]
-    # "a genus of flowering plants" is no kind of plant: "genus" is no answer
-    genera = [EvidenceSentence("Kniphofia is a genus of perennial flowering plants.", 0, 0),
-              EvidenceSentence("Baptisia is a genus of flowering plants.", 0, 60)]
-    assert shared_kinds("Kniphofia", "Baptisia", genera) == []
+    # a genus is what its members are, after "of" ("genus" is no answer to "what type of
+    # vegetation?"); extra tuning items 183 and 371
+    genera = [EvidenceSentence("Fothergilla is a genus of two or three species of flowering "
+                               "plants in the family Hamamelidaceae.", 0, 0),
+              EvidenceSentence("Rhodochiton is a monotypic genus of flowering plants within "
+                               "the family Plantaginaceae.", 0, 90)]
+    assert kinds_of("Fothergilla", genera) == [["flowering", "plants"]]
+    assert shared_kinds("Fothergilla", "Rhodochiton", genera) == ["flowering plants"]
+    leaves = shared_slot("What type of vegetation does Fothergilla and Rhodochiton have in "
+                         "common?", "Both have leaves.", genera)
+    assert leaves.chosen == "Fothergilla and Rhodochiton are both flowering plants."
+    members = [EvidenceSentence("Ringo Starr is a member of the Beatles.", 0, 0),
+               EvidenceSentence("Paul McCartney is a member of the Beatles.", 0, 50)]
+    assert shared_kinds("Ringo Starr", "Paul McCartney", members) == []  # "member" is no kind
 
 
 def test_an_answer_stating_a_shared_kind_is_supported_another_is_corrected():
@@ -57,5 +67,6 @@ def test_an_answer_stating_a_shared_kind_is_supported_another_is_corrected():
 
 
 def test_a_kinds_plural():
-    assert [plural(k) for k in ("film director", "actress", "lead singer", "deputy")] == \
-        ["film directors", "actresses", "lead singers", "deputies"]
+    assert [plural(k) for k in ("film director", "actress", "lead singer", "deputy",
+                                "flowering plants")] == \
+        ["film directors", "actresses", "lead singers", "deputies", "flowering plants"]
