@@ -1,5 +1,6 @@
 """`rules.names`: when the firewall takes two descriptors for one entity without the judge."""
 
+import pytest
 from rules_helpers import CountingRetriever, run
 from scripted import entity
 
@@ -147,40 +148,30 @@ def test_an_answer_that_names_the_evidences_entity_passes():
     assert not run().ruled("firewall.evidence_in_answer")
 
 
-def test_a_reset_whose_grounded_answer_refuses_keeps_the_answer_it_would_replace():
-    mismatch = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
-                "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"},
-                "GroundedAnswer": lambda i: {"answer": "No verified information was found."}}
-    trace = run(**mismatch)
-    assert trace.ruled("firewall.refused_reset", "firewall") and not trace.firewall.reset
-    assert "grounded answer refused" in trace.firewall.decision
-    assert trace.fact("f0.0") is not None  # the draft was decoded, not the refusal
-    # off, the refusal replaces the draft, as the paper's reset would
-    off = run(program=SERC(retriever=CountingRetriever(),
-                           rules={"firewall.refused_reset": False}), **mismatch)
-    assert off.firewall.reset and off.firewall.replaced_answer and \
-        not off.ruled("firewall.refused_reset")
-    assert not run(EvidenceEntity=mismatch["EvidenceEntity"],
-                   SameEntity=mismatch["SameEntity"]).ruled("firewall.refused_reset")
+MISMATCH = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
+            "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"}}
 
 
-def test_a_reset_whose_grounded_answer_only_repeats_the_questions_name_keeps_the_answer():
+@pytest.mark.parametrize(("grounded", "rule", "why"), [
+    ("No verified information was found.", "firewall.refused_reset", "grounded answer refused"),
     # HaluEval extra tuning items 283, 311: "The Libertine" answered what The Libertine's
     # actor starred in
-    mismatch = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
-                "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"},
-                "GroundedAnswer": lambda i: {"answer": "Marie Curie."}}
+    ("Marie Curie.", "firewall.echoed_reset", "only repeats a name the question gives"),
+])
+def test_a_reset_whose_grounded_answer_says_nothing_keeps_the_answer_it_would_replace(
+        grounded, rule, why):
+    mismatch = {**MISMATCH, "GroundedAnswer": lambda i: {"answer": grounded}}
     trace = run(**mismatch)
-    assert trace.ruled("firewall.echoed_reset", "firewall") and not trace.firewall.reset
-    assert "only repeats a name the question gives" in trace.firewall.decision
-    assert trace.fact("f0.0") is not None  # the draft was decoded, not the echo
-    off = run(program=SERC(retriever=CountingRetriever(),
-                           rules={"firewall.echoed_reset": False}), **mismatch)
-    assert off.firewall.reset and not off.ruled("firewall.echoed_reset")
-    # a grounded answer that says more than the question's name is the reset's
-    told = run(**{**mismatch, "GroundedAnswer": lambda i: {
+    assert trace.ruled(rule, "firewall") and not trace.firewall.reset
+    assert why in trace.firewall.decision
+    assert trace.fact("f0.0") is not None  # the draft was decoded, not the grounded answer
+    # off, the grounded answer replaces the draft, as the paper's reset would
+    off = run(program=SERC(retriever=CountingRetriever(), rules={rule: False}), **mismatch)
+    assert off.firewall.reset and off.firewall.replaced_answer and not off.ruled(rule)
+    # a grounded answer that says something is the reset's
+    told = run(**{**MISMATCH, "GroundedAnswer": lambda i: {
         "answer": "Marie Curie was born in Warsaw in 1867."}})
-    assert told.firewall.reset and not told.ruled("firewall.echoed_reset")
+    assert told.firewall.reset and not told.ruled(rule)
 
 
 COLING = ("The general chair of COLING 2020 was Dan Jurafsky. He is a professor of linguistics "
