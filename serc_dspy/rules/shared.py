@@ -17,9 +17,10 @@ from serc_dspy.rules.words import STOP, stem, words_of
 from serc_dspy.rules.yesno import SUBJECT_WORDS
 
 register(
-    Rule("choose.shared_value", "a caller's one-part answer to a question of what two named "
-         "things have in common (\"in common\", \"share\", \"mutual\", or \"What sport/"
-         "profession/... did A and B ...?\") is decided by the kinds both things' opening "
+    Rule("choose.shared_value", "a caller's one-part answer to a question asking what kind "
+         "two named things both are (\"What profession do A and B have in common?\", \"A "
+         "and B, have which mutual occupation?\", \"What sport did A and B play?\", \"A and "
+         "B are both what?\") is decided by the kinds both things' opening "
          "sentences say they are (\"is a ...\", \"as the ...\", each item of a list, by its "
          "last word): an answer that states a word of a shared kind is supported; another "
          "is replaced by one naming the shared kind (\"A and B are both film directors.\", "
@@ -35,9 +36,11 @@ _PAIR = re.compile(r"(?P<a>[A-Z][^,?]*?),?\s+and\s+(?P<b>[A-Z][^,?]*?),?\s+(?:ha
 _ASKING = re.compile(r"^(?i:what|which)\b[^?]*?\b(?:do|does|did)\s+(?=[A-Z])")
 """A wh-question's words up to its first named thing ("What profession does ")."""
 _YES_NO = re.compile(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", re.I)
-_SHARED = re.compile(r"\b(?:in common|shares?|shared|mutual|both)\b", re.IGNORECASE)
-_ASKED = re.compile(r"^(?:what|which)\s+(?:\w+\s+)?(?:profession|occupation|sport|genre|job|"
-                    r"career|type|kind)s?\b", re.IGNORECASE)
+_KIND_ASKED = re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:profession|occupation|job|"
+                         r"career|sport|genre|type|kind|skill|field|format)s?\b|\bwhat\?$",
+                         re.IGNORECASE)
+"""The question asks for a kind ("What profession ...", "... have which mutual occupation?",
+"... are both what?"), not a thing of the two ("What film did A and B both star in?")."""
 _PREDICATE = re.compile(r"\b(?:is|was|are|were|as)\s+(?:an?|the|one of the)\s+")
 _END = re.compile(r"[.;:()\[\]\"“]|\b(?:who|which|that|whose|best|known|from|in|by|for|with|of|"
                   r"based|born|since|at|on|whom|where|within|among|including|containing|native)\b")
@@ -58,7 +61,7 @@ def shared_question(question: str) -> tuple[str, str] | None:
     """(A, B) of a question asking what two named things have in common; None otherwise (a
     yes/no question is `rules.yesno`'s)."""
     text = " ".join(question.split())
-    if _YES_NO.match(text) or not (_SHARED.search(text) or _ASKED.match(text)):
+    if _YES_NO.match(text) or not _KIND_ASKED.search(text):
         return None
     opening = _ASKING.match(text)
     pair = _PAIR.match(text, opening.end()) if opening else _PAIR.match(text)

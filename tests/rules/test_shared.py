@@ -23,6 +23,10 @@ def test_a_shared_question_names_its_two_things():
     # a yes/no question is `rules.yesno`'s; a question that asks for no shared value is none
     assert shared_question("Are Pam Veasey and Jon Jost both American?") is None
     assert shared_question("Who directed Jaws and Duel?") is None
+    # a question that asks for a thing of the two, not a kind they both are
+    assert shared_question("What film did Tom Hanks and Meg Ryan both star in?") is None
+    assert shared_question("Barbara Jordan and Mark Knowles are both what?") == \
+        ("Barbara Jordan", "Mark Knowles")
 
 
 def test_the_kinds_are_each_item_of_the_opening_sentences_predicate():
