@@ -13,7 +13,7 @@ import re
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.slots import ROLE_NOT, EvidenceSentence
-from serc_dspy.rules.words import STOP, stem, words_of
+from serc_dspy.rules.words import STOP, words_of
 from serc_dspy.rules.yesno import SUBJECT_WORDS
 
 register(
@@ -112,20 +112,26 @@ def _form(one: list[str], other: list[str]) -> str:
 
 
 def shared_kinds(a: str, b: str, evidence: list[EvidenceSentence]) -> list[str]:
-    """The kinds both options' openings give (by the last word's stem), each in its shared
+    """The kinds both options' openings give (by the last word, `_key`), each in its shared
     form, in A's order."""
-    theirs = {stem(k[-1]): k for k in kinds_of(b, evidence)}
+    theirs = {_key(k[-1]): k for k in kinds_of(b, evidence)}
     found = []
     for kind in kinds_of(a, evidence):
-        other = theirs.get(stem(kind[-1]))
+        other = theirs.get(_key(kind[-1]))
         if other is not None and (form := _form(kind, other)) not in found:
             found.append(form)
     return found
 
 
+def _key(word: str) -> str:
+    """A kind word as compared: lower case, a plural's "s" aside. Not `words.stem`, whose
+    first letters make "player" "played" and "singer-songwriter" "singer"."""
+    return word.lower().removesuffix("s")
+
+
 def _words(text: str) -> set[str]:
-    """A text's lower-case words, a plural's "s" aside, function words left out."""
-    return {w.lower().removesuffix("s") for w in words_of(text) if w.lower() not in STOP}
+    """A text's kind words (`_key`), function words left out."""
+    return {_key(w) for w in words_of(text) if w.lower() not in STOP}
 
 
 def plural(kind: str) -> str:

@@ -51,6 +51,13 @@ def test_the_kinds_are_each_item_of_the_opening_sentences_predicate():
     members = [EvidenceSentence("Ringo Starr is a member of the Beatles.", 0, 0),
                EvidenceSentence("Paul McCartney is a member of the Beatles.", 0, 50)]
     assert shared_kinds("Ringo Starr", "Paul McCartney", members) == []  # "member" is no kind
+    # kinds are matched by their last word whole, a plural aside: a singer-songwriter is no
+    # singer, and "singers" is "singer"
+    singers = [EvidenceSentence("Lee Hong-gi is a singer-songwriter.", 0, 0),
+               EvidenceSentence("Dee Snider is a singer.", 0, 40),
+               EvidenceSentence("Bono is one of the singers of U2.", 0, 70)]
+    assert shared_kinds("Lee Hong-gi", "Dee Snider", singers) == []
+    assert shared_kinds("Dee Snider", "Bono", singers) == ["singer"]
 
 
 def test_an_answer_stating_a_shared_kind_is_supported_another_is_corrected():
