@@ -40,6 +40,12 @@ register(
     Rule("firewall.asked_entity", "an answer that names the asked entity, which the evidence "
          "is about, passes with no judge call", "drafts that open with the subject's birth "
          "name (Beenie Man, Botak Chin) were reset", found_on="noise bios 1-8 (tuning split)"),
+    Rule("firewall.query_on_demand", "the question's descriptor is read only where the "
+         "answer's and the evidence's do not name one entity (`firewall.same_name`): no rule "
+         "that passes them uses it, and the subject then is theirs", "every firewall read "
+         "three descriptors; on 240 HaluEval extra tuning items, 18 of the drafts it read "
+         "passed on the other two alone, a call each that decided nothing",
+         found_on="HaluEval extra tuning items 101-340 (counted per firewall branch)"),
     Rule("firewall.named_subject", "the firewall runs only for a question that names its "
          "subject (a capitalised word after the first): a question about a concept (\"Why do "
          "the giant planets rotate faster?\") has no entity to confuse", "on Factcheck-Bench "

@@ -41,8 +41,9 @@ register(
          "question, and where those words stand in an evidence sentence (case aside, a "
          "leading article or closing full stop aside) they are offered as an option, in the "
          "passage's spelling, ahead of the patterns' values (the last of them leaves when the "
-         "cap is full); a reading not found in the evidence, \"not stated\", or one already "
-         "offered adds nothing",
+         "cap is full); a reading not found in the evidence, \"not stated\", one already "
+         "offered, or for a year, date or number slot one holding no value of that kind "
+         "adds nothing",
          "on HaluEval's extra tuning items 1-60 the value that fixes a hallucinated short "
          "answer was no option for 26 of them (a party asked for, a person offered; a city "
          "and its state as two values), while the chooser picked the right value in both "
@@ -70,6 +71,9 @@ register(
          found_on="HaluEval extra tuning items 60, 72, 73, 88", default=False),
 )
 
+_TYPED = {"year": ("year", "date"), "date": ("date", "year"), "number": ("number",)}
+"""The span kinds a reading must hold to be offered for a slot of a typed kind: a year's
+rival is a year or a date, never the name a reading gave ("produced in Peter Asher")."""
 _EDGES = re.compile(r"^[\s\"'“”‘’(\[]+|[\s\"'“”‘’)\].,;:!?]+$")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _GLUED = re.compile(r"[^\W\d_]\.[A-Z][a-z]")
@@ -119,14 +123,17 @@ def offer_reading(slot: Slot, options: list[Candidate], reply: str,
                   ) -> tuple[list[Candidate], str]:
     """The options with the reading offered second (after the draft's own value), or marked
     read where a pattern offered it already, and what became of it: "offered", "the draft's
-    own value", "already offered", or why it was not. `following`: the draft's words after
-    the slot, whose repeated parts the value leaves out (`without_draft_tail`)."""
+    own value", "already offered", or why it was not (not found, not stated, not of a typed
+    slot's kind). `following`: the draft's words after the slot, whose repeated parts the
+    value leaves out (`without_draft_tail`)."""
     found = reading_span(reply, evidence)
     if found is None:
         return options, "not found in the evidence" if str(reply or "").strip() and \
             str(reply).strip().lower().rstrip(".") != NOT_STATED else "not stated"
     sentence, at, value = found
     value = without_draft_tail(value, following)
+    if slot.kind in _TYPED and not any(s.kind in _TYPED[slot.kind] for s in spans(value)):
+        return options, f"not a {slot.kind}"
     key = normal_form(slot.kind, value) or value.lower()
     keys = [normal_form(slot.kind, c.value) or c.value.lower() for c in options]
     if options and options[0].origin == "fact" and key == keys[0]:

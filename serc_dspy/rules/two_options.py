@@ -187,9 +187,11 @@ def either_question(question: str) -> bool:
 def mentions(text: str, option: str) -> bool:
     """Whether a sentence names an option: its words in a row, accents and case aside, or
     every word of a name of two words or more ("Anna Kournikova" in "Anna Sergeyevna
-    Kournikova", "The Love Bug" in "Love Bug"), function words aside."""
+    Kournikova", "The Love Bug" in "Love Bug"), function words aside; a one-word option
+    also in its plural ("Fir" in "Firs (Abies) are a genus of 48-56 species")."""
     said, named = f" {normalise(text, fold=True)} ", normalise(option, fold=True)
-    if named and f" {named} " in said:
+    if named and any(f" {named}{end} " in said for end in ("", "s", "es")[
+            :1 if " " in named else 3]):
         return True
     words = [w for w in named.split() if w not in STOP]
     return len(words) > 1 and all(f" {w} " in said for w in words)

@@ -82,6 +82,11 @@ def test_a_comparison_of_counts_reads_the_number_before_the_counted_noun():
     assert decided(compare_by_amounts, members, evidence) is None
     assert decided(compare_by_amounts, "Which is more famous, Fagus or Quercus?",
                    evidence) is None
+    # HaluEval extra tuning item 396: the option in its plural, a range's dash an en dash
+    firs = said("Firs (Abies) are a genus of 48\u201356 species of evergreen coniferous trees.",
+                "Chelone is a genus of four species of perennial herbaceous plants.")
+    assert decided(compare_by_amounts, "Which genus has more species, Fir or Chelone?",
+                   firs) == "Fir"
 
 
 def test_a_comparison_of_lengths_compares_metres_whatever_the_unit():

@@ -11,7 +11,7 @@ from serc_dspy.rules.names import asks_for_answer_entity, mentions, same_name
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
          "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
          "firewall.evidence_in_answer", "firewall.refused_reset", "firewall.asked_answer",
-         "firewall.echoed_reset"}
+         "firewall.echoed_reset", "firewall.query_on_demand"}
 QUIET = set(FIRES)
 
 
@@ -20,6 +20,20 @@ def test_the_same_name_passes_without_the_judge():
     assert trace.ruled("firewall.same_name", "firewall") and not trace.firewall.reset
     other = run(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"))
     assert not other.ruled("firewall.same_name")
+
+
+def test_the_questions_descriptor_is_read_only_where_a_rule_needs_it():
+    # two descriptors with one name pass on their own: the question's would decide nothing
+    same = run()
+    assert same.ruled("firewall.query_on_demand") and not same.firewall.query_entity
+    assert "query_entity" not in same.usage.steps and "answer_entity" in same.usage.steps
+    other = run(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"))
+    assert not other.ruled("firewall.query_on_demand") and other.firewall.query_entity
+    assert other.usage.steps["query_entity"].calls == 1
+    eager = run(program=SERC(retriever=CountingRetriever(),
+                             rules={"firewall.query_on_demand": False}))
+    assert eager.firewall.query_entity and eager.usage.steps["query_entity"].calls == 1
+    assert eager.firewall.decision == same.firewall.decision and eager.subject == same.subject
 
 
 def test_a_placeholder_descriptor_passes():

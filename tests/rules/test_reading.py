@@ -153,3 +153,21 @@ def test_words_a_passage_glued_at_a_full_stop_are_no_reading():
     assert reading_span("Jaime Meline", glued)[2] == "Jaime Meline"
     assert reading_span("Washington, D.C.", [EvidenceSentence(
         text="He lived in Washington, D.C. for years.", passage=0, offset=0)]) is not None
+
+
+def test_a_typed_slot_is_offered_a_reading_of_its_own_kind_only():
+    # HaluEval extra tuning item 386: "... was produced in 1972." read "Peter Asher" (the
+    # producer, not his birth date), which two votes swapped in for the year
+    evidence = [EvidenceSentence(text="Peter Asher (born 22 June 1944) produced the album.",
+                                 passage=0, offset=0)]
+    options = [Candidate(value="1972", origin="fact"),
+               Candidate(value="1944", passage=0, offset=21),
+               Candidate(value="not stated", origin="none")]
+    year = Slot(kind="year", text="1972")
+    assert offer_reading(year, options, "Peter Asher", evidence) == (options, "not a year")
+    dated, outcome = offer_reading(year, options, "22 June 1944", evidence)  # its year's
+    assert outcome == "already offered" and dated[1].value == "1944" and dated[1].read
+    number = Slot(kind="number", text="three")
+    assert offer_reading(number, options, "Peter Asher", evidence)[1] == "not a number"
+    name = Slot(kind="name", text="Paul Simon")
+    assert offer_reading(name, options, "Peter Asher", evidence)[1] == "offered"

@@ -47,3 +47,6 @@ def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
     assert mentions("Love Bug is a 1968 film.", "The Love Bug")  # function words aside
     assert not mentions("Anna Chakvetadze was born in 1987.", "Anna Kournikova")
     assert not mentions("The whole band split up.", "Hole")  # whole words only
+    # HaluEval extra tuning item 396: "Which genus has more species, Fir or Chelone?"
+    assert mentions("Firs (Abies) are a genus of 48-56 species of trees.", "Fir")
+    assert not mentions("The Love Bugs is a band.", "The Love Bug")  # a name is not plural

@@ -95,7 +95,9 @@ class EntityFirewall(Stage):
             "answer": ("answer_entity", {"answer": trace.received}),
             "evidence": ("evidence_entity", {"context": format_passages(passages)}),
         }
-        kinds = ["query", "answer"] + (["evidence"] if passages else [])
+        # the question's descriptor serves only the rules after `firewall.same_name`
+        eager = not passages or not run.on("firewall.query_on_demand")
+        kinds = (["query"] if eager else []) + ["answer"] + (["evidence"] if passages else [])
 
         async def describe_entity(kind: str) -> Descriptor:
             name, inputs = readers[kind]
@@ -112,30 +114,39 @@ class EntityFirewall(Stage):
         if read is None:
             return
         found = dict(zip(kinds, read, strict=True))
-        query, answer = found["query"], found["answer"]
-        evidence = found.get("evidence", Descriptor())
-        firewall.query_entity, firewall.answer_entity = str(query), str(answer)
-        firewall.evidence_entity = str(evidence)
-        trace.subject = str(more_specific(answer, query)) or question
-        if not passages:
-            firewall.decision = "passed: no retrieved context to compare with"
-            return
-        if not (answer.usable and evidence.usable) and run.on("firewall.placeholder"):
-            which = " and ".join(k for k, d in (("answer", answer), ("evidence", evidence))
-                                 if not d.usable)
-            firewall.decision = f"passed: the {which} descriptor is empty or a placeholder"
-            run.rule("firewall.placeholder", "firewall", detail=firewall.decision)
-            return
+        answer, evidence = found["answer"], found.get("evidence", Descriptor())
+        firewall.answer_entity, firewall.evidence_entity = str(answer), str(evidence)
+        firewall.query_entity = str(found.get("query", ""))
+        placeholder = not (answer.usable and evidence.usable) and run.on("firewall.placeholder")
         decided_by: list[str] = []
-        if run.on("firewall.same_name") and same_name(answer.name, evidence.name, run.rules,
-                                                      decided_by):
+        if passages and not placeholder and run.on("firewall.same_name") and \
+                same_name(answer.name, evidence.name, run.rules, decided_by):
             firewall.same_entity = True
             firewall.decision = "passed: the answer and the evidence name the same entity " \
                                 "(same normalised name, no judge call)"
             run.rule("firewall.same_name", "firewall", detail=f"{answer} / {evidence}")
             for rule in decided_by:
                 run.rule(rule, "firewall", detail=f"{answer.name} / {evidence.name}")
+            if not eager:
+                run.rule("firewall.query_on_demand", "firewall", detail="the question's "
+                         "descriptor was not read: no rule after this one ran")
             trace.subject = str(more_specific(answer, evidence))
+            return
+        query = found["query"] if eager else await run.attempt(
+            "firewall", "descriptor extraction failed", lambda: describe_entity("query"),
+            None, failed=unread)
+        if query is None:
+            return
+        firewall.query_entity = str(query)  # read now, where the rules below need it
+        trace.subject = str(more_specific(answer, query)) or question
+        if not passages:
+            firewall.decision = "passed: no retrieved context to compare with"
+            return
+        if placeholder:
+            which = " and ".join(k for k, d in (("answer", answer), ("evidence", evidence))
+                                 if not d.usable)
+            firewall.decision = f"passed: the {which} descriptor is empty or a placeholder"
+            run.rule("firewall.placeholder", "firewall", detail=firewall.decision)
             return
         if run.on("firewall.asked_entity") and query.usable and \
                 same_name(query.name, evidence.name, run.rules, decided_by) and \
