@@ -86,7 +86,12 @@ register(
 
 ECHO_WORDS = 6
 """A grounded answer longer than this is more than a name, whatever the question says."""
-_OFFERS = re.compile(r"\bor\b|\bwhich (?:one|of)\b", re.IGNORECASE)
+_OFFERS = re.compile(r"\bor\s+(?:(?:the|a|an)\s+)?(?-i:(?=[\"“A-Z0-9]))|"
+                     r"\bor\s+(?:(?:the|a|an)\s+)?\w+\s*\?\s*$|\bwhich (?:one|of)\b", re.IGNORECASE)
+"""A question that offers options: "or" before a name, or before the word that ends it ("...
+a democrat or a republican?"), "which one/of". Not "or" between verbs ("who suffer or have
+suffered from discrimination") nor inside a name ("Sde-Or"): HaluEval extra tuning item 363
+kept the name its question gives as an option, and the reading swapped it in."""
 
 
 def question_named(question: str, options: list[Candidate]) -> list[str]:

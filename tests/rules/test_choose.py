@@ -1231,3 +1231,7 @@ def test_a_question_that_offers_options_keeps_them():
     for question in ("Which one sang it, Glenn Frey or the Eagles?",
                      "Which former member of the Eagles, Glenn Frey, sang it?"):
         assert question_named(question, options) == []
+    # HaluEval extra tuning item 363: an "or" between verbs offers nothing
+    assert question_named("Which policy favours those who suffer or have suffered from "
+                          "discrimination, of which the Eagles is a form?", options) == ["Eagles"]
+    assert question_named("Was the singer of it a democrat or a republican?", options) == []
