@@ -43,7 +43,7 @@ register(
     Rule("firewall.query_on_demand", "the question's descriptor is read only where the "
          "answer's and the evidence's do not name one entity (`firewall.same_name`): no rule "
          "that passes them uses it, and the subject then is theirs", "every firewall read "
-         "three descriptors; on 240 HaluEval extra tuning items, 18 of the drafts it read "
+         "three descriptors; on 240 HaluEval extra tuning items, 18 of the 59 drafts it read "
          "passed on the other two alone, a call each that decided nothing",
          found_on="HaluEval extra tuning items 101-340 (counted per firewall branch)"),
     Rule("firewall.named_subject", "the firewall runs only for a question that names its "
