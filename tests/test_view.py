@@ -121,6 +121,15 @@ def test_a_disputed_fact_shows_its_status_and_the_signals_behind_it():
     assert "cited CONTRADICTED, second SUPPORTED" in page
 
 
+def test_a_question_descriptor_left_unread_says_why():
+    trace = fixture_trace()
+    assert "<dd>Marie Curie</dd>" in render_trace(trace)
+    trace.firewall.query_entity = ""  # `firewall.query_on_demand`: one entity, no call
+    page = render_trace(trace)
+    assert "not read: the answer&#39;s and the evidence&#39;s descriptors named one entity" in \
+        page or "not read: the answer's and the evidence's descriptors named one entity" in page
+
+
 def test_the_view_flags_degenerate_sentences_of_the_answer():
     trace = fixture_trace()
     assert 'class="degenerate"' not in render_trace(trace)

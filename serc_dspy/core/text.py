@@ -223,9 +223,36 @@ def glue_cuts(text: str) -> list[int]:
             continue
         after_word = len(head) == 2 and head.isalpha() and head.islower()
         after_mark = head[-1:].isdigit() or head[-1:] in (")", "]", '"', "\u201d", "\u2019")
-        if after_word or (after_mark and word[1:].islower()):
+        if after_word or (after_mark and word[1:].islower()) or opens_article(text, stop.start(),
+                                                                              start):
             cuts.append(at)
     return cuts
+
+
+_NAME_RUN = (r"(?:The\s+)?[A-Z][a-z]+(?:[\s-]+(?:[A-Z][\w'’.-]*|[a-z]+))?"
+             r"(?:[\s-]+[A-Z][\w'’.-]*){0,4}")
+_OPENING = re.compile(_NAME_RUN + r"(?:\s+\(|\s+(?:is|was|are|were)\s|,\s)")
+"""An encyclopedia article's opening: a name of up to six words, then its parenthesis ("Ross
+Shor Lynch (born ..."), its copula ("Sinclair Broadcast Group is ...") or a comma ("Robert
+Anthony Eden, 1st Earl of Avon")."""
+_OPENING_AFTER_LETTER = re.compile(_NAME_RUN + r"(?:\s+\(|\s+(?:is|was|are|were)\s)")
+"""After one capital letter, which may be an initial ("T.Alexander Rich", "Folha de
+S.Paulo, Ronaldo"), only a parenthesis or a copula opens an article ("Styles P.Albert
+Johnson (November 2, 1974")."""
+
+
+def opens_article(text: str, stop: int, start: int) -> bool:
+    """Whether the stop at `stop` ends a paragraph glued to an article's opening at `start`
+    ("... the Mk.Ross Shor Lynch (born 1995)", "... in World War II.John Kennedy Toole (",
+    "... on ESPN.Barry Lamar Bonds (born"): after any word but an initialism's letter
+    ("U.S.Army"), a capitalised word of two letters or more that opens a name with a
+    parenthesis, a copula or (not after one capital letter, which may be an initial) a comma
+    after it."""
+    token = re.search(r"\S*$", text[:stop]).group(0)
+    opening = _OPENING_AFTER_LETTER if re.fullmatch(r"[A-Z]", token[-1:]) and \
+        not token[-2:-1].isalnum() else _OPENING
+    return bool(token) and "." not in token and token[-1:].isalnum() and \
+        bool(opening.match(text, start))
 
 
 def glued_pieces(text: str) -> list[str]:

@@ -262,7 +262,11 @@ def test_calls_cancelled_by_a_failing_sibling_are_counted():
             return value
         return handler
 
-    prediction, engine = decode(QueryEntity=fail,
+    # the three descriptors read together (`firewall.query_on_demand` off): one fails, and
+    # the two slow siblings it cancels are counted
+    prediction, engine = decode(program=SERC(retriever=CountingRetriever(),
+                                             rules={"firewall.query_on_demand": False}),
+                                QueryEntity=fail,
                                 AnswerEntity=slow({"name": "Marie Curie",
                                                    "characteristic": "physicist"}),
                                 EvidenceEntity=slow({"name": "Marie Curie",
@@ -271,6 +275,15 @@ def test_calls_cancelled_by_a_failing_sibling_are_counted():
     usage = prediction.trace.usage
     assert usage.total.calls == len(engine.calls)
     assert usage.total.cancelled == 2 and usage.total.failed >= 1
+    # on demand, the answer's and the evidence's are read together: one sibling cancelled
+    prediction, engine = decode(AnswerEntity=fail,
+                                EvidenceEntity=slow({"name": "Marie Curie",
+                                                     "characteristic": "chemist"}))
+    time.sleep(0.5)
+    usage = prediction.trace.usage
+    assert usage.total.calls == len(engine.calls)
+    assert usage.total.cancelled == 1 and usage.total.failed >= 1
+    assert prediction.trace.firewall.decision == "passed: the descriptors could not be read"
 
 
 # -- 14. a passage cannot forge the delimiters of another ------------------------------------------

@@ -356,6 +356,23 @@ def test_glued_sentences_are_cut_at_an_initial_an_acronym_or_a_quote():
     for whole in ("He got his Ph.D. at Yale.", "He ran the U.S.Army in 3.5 years.",
                   'It is owned by "Time Inc." It was started in 1922.'):
         assert glued_pieces(whole) == [whole]
+    # after an acronym, a numeral or a letter, an article's opening (a name, then its
+    # parenthesis, copula or comma) starts the next passage (HaluEval extra tuning items 37,
+    # 48, 176, 208, 246); an initial before a name with no such opening stays whole
+    assert glued_pieces("for Trapeze, the Mk.Ross Shor Lynch (born 1995) is a singer.")[1] == \
+        "Ross Shor Lynch (born 1995) is a singer."
+    assert glued_pieces("Prime Minister of the UK.Robert Anthony Eden, 1st Earl of Avon, "
+                        "was a politician.")[1].startswith("Robert Anthony Eden, 1st Earl")
+    assert glued_pieces("the affiliate WRIW-CD.Sinclair Broadcast Group is an American "
+                        "company.")[1] == "Sinclair Broadcast Group is an American company."
+    assert glued_pieces("in World War II.John Kennedy Toole ( ; 1937-1969) was a novelist.")[1] \
+        .startswith("John Kennedy Toole")
+    assert glued_pieces("Schoolboy Q and Styles P.Albert Johnson (November 2, 1974) was a "
+                        "rapper.")[1].startswith("Albert Johnson")
+    for whole in ("In a 2005 interview with Folha de S.Paulo, Ronaldo revealed it.",
+                  "Its hosts were robbiekeegan T.Alexander Rich Nordin Joshua(K) and others.",
+                  "He served in the U.S.Army Corps of Engineers (USACE) for years."):
+        assert glued_pieces(whole) == [whole]
     passage = Passage(text="LaBute (born 1963) is an actor.H. Bruce Humberstone (1901) was too.")
     assert [s.text for s in about_subject([passage], "")] == [
         "LaBute (born 1963) is an actor.", "H. Bruce Humberstone (1901) was too."]
