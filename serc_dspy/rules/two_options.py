@@ -190,8 +190,8 @@ def mentions(text: str, option: str) -> bool:
     Kournikova", "The Love Bug" in "Love Bug"), function words aside; a one-word option
     also in its plural ("Fir" in "Firs (Abies) are a genus of 48-56 species")."""
     said, named = f" {normalise(text, fold=True)} ", normalise(option, fold=True)
-    if named and any(f" {named}{end} " in said for end in ("", "s", "es")[
-            :1 if " " in named else 3]):
+    ends = ("",) if " " in named else ("", "s", "es")
+    if named and any(f" {named}{end} " in said for end in ends):
         return True
     words = [w for w in named.split() if w not in STOP]
     return len(words) > 1 and all(f" {w} " in said for w in words)
