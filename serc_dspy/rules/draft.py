@@ -42,6 +42,16 @@ register(
          "answers 1-60 were such drafts)", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval extra tuning items 15, 49, 52, 64"),
+    Rule("draft.shared_sentence", "a caller's draft of one short sentence (at most 25 words) "
+         "to a question of what two named things have in common (\"Rhodochiton and "
+         "Platystemon are both genuses of what kind of life form?\") is checked as a short "
+         "answer, so that `choose.shared_value` decides it by the kinds both openings give; "
+         "where that rule finds no shared kind, it is decoded as prose as before "
+         "(`draft.sentence_as_prose`)", "`choose.shared_value` reached bare answers only: the "
+         "sentence \"Rhodochiton and Platystemon are both insect species.\" took the prose "
+         "path, which checked its names and kept the insects", english_only=True,
+         thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
+         found_on="HaluEval extra tuning item 371"),
     Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence` or "
          "`draft.read_sentence`) whose value "
          "the slot check neither supported nor corrected (the two orders disagree, no rival, "

@@ -897,6 +897,25 @@ def test_what_two_people_share_is_the_kind_both_openings_give():
     assert not off.trace.ruled("choose.shared_value")
 
 
+def test_a_one_sentence_answer_to_what_two_things_share_is_checked_as_a_short_answer():
+    # HaluEval extra tuning item 371: a sentence draft took the prose path, which kept it
+    sentence = "Charles Hutchison and Reginald Barker both worked as stage magicians in Ohio."
+    fixed, engine = _answer(DIRECTORS_CORPUS, MUTUAL, sentence, "not stated")
+    assert fixed.trace.ruled("draft.shared_sentence", "answer")
+    assert fixed.answer == "Charles Hutchison and Reginald Barker are both film directors."
+    assert fixed.trace.ruled("choose.shared_value") and engine.of("ChooseValue") == []
+    assert engine.of("AtomicFacts") == [] and engine.of("AnswerEntity") == []  # no prose path
+    off, _ = _answer(DIRECTORS_CORPUS, MUTUAL, sentence, "not stated",
+                     **{"draft.shared_sentence": False})
+    assert not off.trace.ruled("draft.shared_sentence") and off.answer == sentence
+    # no shared kind in the openings: decoded as prose, as before
+    apart = LocalCorpus.from_texts({"h.txt": "Charles Hutchison was a Welsh harpist.",
+                                    "b.txt": "Reginald Barker was a Scottish chemist."})
+    prose, _ = _answer(apart, MUTUAL, sentence, "not stated")
+    assert prose.trace.ruled("draft.shared_sentence") and \
+        prose.trace.ruled("draft.sentence_as_prose")
+
+
 STORES_CORPUS = LocalCorpus.from_texts({
     "d.txt": "Tom Reed was the CEO of Kona Drugs out of California before its sale. Kona Drugs "
              "is a chain of 40 drug stores throughout the state of Hawaii.",

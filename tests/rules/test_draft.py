@@ -11,7 +11,7 @@ from serc_dspy.rules.draft import says_more
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
-         "draft.cold_start", "draft.no_info"}
+         "draft.cold_start", "draft.no_info", "draft.shared_sentence"}
 QUIET = set(FIRES)
 
 

@@ -43,6 +43,7 @@ from serc_dspy.rules import RuleSet, language_of
 from serc_dspy.rules.answers import answer_sentence, one_sentence, question_kind
 from serc_dspy.rules.draft import answer_claim, says_more
 from serc_dspy.rules.reading import reading_span, sentence_slot
+from serc_dspy.rules.shared import shared_question
 from serc_dspy.rules.slots import about_subject, focus
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
 from serc_dspy.runtime.steps import gather
@@ -244,7 +245,10 @@ class SERC(TracedProgram):
                      detail="a short caller draft: checked as one claim answering the question "
                             "(no cold start, no firewall)" if one_claim == "draft.short_claim"
                      else "a one-sentence caller draft stating the kind of value the question "
-                          "asks for: checked as its answer (no firewall)")
+                          "asks for: checked as its answer (no firewall)"
+                     if one_claim == "draft.answer_sentence" else "a one-sentence caller draft "
+                     "to a question of what two things have in common: checked as its answer "
+                     "(no firewall)")
             return received
         if needs_cold_start(received) and run.on("draft.cold_start"):
             trace.cold_start = True
@@ -285,8 +289,8 @@ class SERC(TracedProgram):
         if trace.status == "failed" or not trace.short_draft:
             return None
         rulings = [s.ruling for f in trace.facts for s in f.slots]
-        sentence = trace.ruled("draft.answer_sentence", "answer") or \
-            trace.ruled("draft.read_sentence", "answer")
+        sentence = any(trace.ruled(rule, "answer") for rule in (
+            "draft.answer_sentence", "draft.read_sentence", "draft.shared_sentence"))
         if not any(r in ("supported", "contradicted") for r in rulings):
             return "draft.sentence_as_prose" if sentence and \
                 run.on("draft.sentence_as_prose") else None
@@ -328,13 +332,17 @@ class SERC(TracedProgram):
     def one_claim(run: Run, question: str, received: str) -> str | None:
         """The rule under which a caller's draft is one claim answering the question: too short
         to read as prose (`draft.short_claim`), or one short sentence stating a value of the
-        asked kind (`draft.answer_sentence`); None: it is decoded as prose."""
+        asked kind (`draft.answer_sentence`) or answering what two things have in common
+        (`draft.shared_sentence`); None: it is decoded as prose."""
         if not run.trace.draft_given:
             return None
         if needs_cold_start(received):
             return "draft.short_claim" if run.on("draft.short_claim") else None
         if run.on("draft.answer_sentence") and answer_sentence(question, received):
             return "draft.answer_sentence"
+        if run.on("draft.shared_sentence") and run.on("choose.shared_value") and \
+                one_sentence(received) and shared_question(question):
+            return "draft.shared_sentence"
         return None
 
     async def read_sentence(self, run: Run, question: str, received: str,
