@@ -52,8 +52,8 @@ register(
          "path, which checked its names and kept the insects", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval extra tuning item 371"),
-    Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence` or "
-         "`draft.read_sentence`) whose value "
+    Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence`, "
+         "`draft.read_sentence` or `draft.shared_sentence`) whose value "
          "the slot check neither supported nor corrected (the two orders disagree, no rival, "
          "a rival held back) is decoded again as prose (off: it is kept, unverified)",
          "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "

@@ -85,6 +85,17 @@ class _CompiledLoad:
         return load_in_place
 
 
+_ONE_CLAIM = {
+    "draft.short_claim": "a short caller draft: checked as one claim answering the question "
+                         "(no cold start, no firewall)",
+    "draft.answer_sentence": "a one-sentence caller draft stating the kind of value the "
+                             "question asks for: checked as its answer (no firewall)",
+    "draft.shared_sentence": "a one-sentence caller draft to a question of what two things "
+                             "have in common: checked as its answer (no firewall)",
+}
+"""Each `one_claim` rule's ruling: why the draft was checked as one claim."""
+
+
 class SERC(TracedProgram):
     """Semantic Error-Reduction and Correction as a DSPy module.
 
@@ -241,14 +252,7 @@ class SERC(TracedProgram):
             if one_claim == "draft.read_sentence":  # its ruling names the slot and reading
                 return received
             run.rule(one_claim, "answer", before=received,
-                     after=answer_claim(question, received),
-                     detail="a short caller draft: checked as one claim answering the question "
-                            "(no cold start, no firewall)" if one_claim == "draft.short_claim"
-                     else "a one-sentence caller draft stating the kind of value the question "
-                          "asks for: checked as its answer (no firewall)"
-                     if one_claim == "draft.answer_sentence" else "a one-sentence caller draft "
-                     "to a question of what two things have in common: checked as its answer "
-                     "(no firewall)")
+                     after=answer_claim(question, received), detail=_ONE_CLAIM[one_claim])
             return received
         if needs_cold_start(received) and run.on("draft.cold_start"):
             trace.cold_start = True

@@ -50,14 +50,14 @@ class ShortAnswers:
         question = run.trace.question
         evidence = about_subject(passages, "")
         read = next((r.after for r in run.trace.ruled("draft.read_sentence", "answer")), None)
+        # a sentence taken for `choose.shared_value` alone has no value slot of its own:
+        # undecided, it goes back to the prose path (`draft.sentence_as_prose`)
+        shared_only = bool(run.trace.ruled("draft.shared_sentence", "answer"))
         for fact in facts:
             sentence = run.trace.sentences[fact.sentence].text
             slot = sentence_slot(question, sentence, read) if read else None
-            # a sentence taken for `choose.shared_value` alone has no value slot of its own:
-            # undecided, it goes back to the prose path (`draft.sentence_as_prose`)
-            shared_only = run.trace.ruled("draft.shared_sentence", "answer")
-            slots = [slot] if slot else [] if shared_only else \
-                answer_slots(question, sentence, run.on)
+            slots = [slot] if slot else ([] if shared_only else
+                                         answer_slots(question, sentence, run.on))
             # "Are A and B both P?", "... of the same nationality?", "What do A and B have in
             # common?": the passages decide (the last whatever slot the answer has)
             readers = (() if slots else YES_NO) + (("choose.shared_value", shared_slot),)
