@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from serc_dspy.core.text import split_sentences
 from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, question_kind
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.words import content_stems
+from serc_dspy.rules.words import content_stems, stated_negations
 
 SAYS_MORE_WORDS = 5
 """Words at least in a draft that `draft.says_more` reads as a sentence, not a bare value
 ("Tsim Sha Tsui, Hong Kong" is a value; HaluEval's right answers are rarely longer)."""
+PREMISE_EXTRA_WORDS = 1
+"""Content words at most that a premise denial (`draft.denies_premise`) says beyond the
+question's own ("The Oberoi family is not involved in any hotel company.": "involved")."""
 SAYS_MORE_KINDS = ("person", "place", "date", "number")
 """The question kinds whose answer slot is a value of the asked kind, so that its support
 says the asked value is right. Another question's slot may be any name in the draft ("Judy
@@ -69,6 +73,18 @@ register(
          "HaluEval extra tuning answers 1-160, 4 of them to person questions)",
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 61, 86, 118, 151"),
+    Rule("draft.denies_premise", "a one-sentence draft that answers a question which is not a "
+         "yes/no question by denying its premise (a negation, and at most "
+         "`premise_extra_words` content word beyond the question's own: \"Warren Bryant was "
+         "not a CEO.\" to \"Which state are the drug stores of which the CEO is Warren "
+         "Bryant located in?\") is a refusal: it is replaced by an answer grounded in the "
+         "question's passages and decoded as the cold start's; where that answer refuses or "
+         "denies too, the draft is kept and decoded as before",
+         "a draft that only denies the question's premise states no value to check or choose: "
+         "the checks found nothing to correct and kept it (5 of the 35 unfixed HaluEval "
+         "multi-turn tuning drafts 1-64)", english_only=True,
+         thresholds={"premise_extra_words": PREMISE_EXTRA_WORDS},
+         found_on="HaluEval multi-turn tuning drafts 2, 21, 38"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "
@@ -114,3 +130,16 @@ def says_more(question: str, draft: str, values: list[str]) -> bool:
         return False  # a bare value ("alternative rock virtual band Gorillaz") says no more
     said = set().union(*(content_stems(v) for v in values)) | content_stems(question)
     return bool(content_stems(draft) - said)
+
+
+def denies_premise(question: str, draft: str) -> bool:
+    """`draft.denies_premise`: whether a one-sentence draft to a question that is not a
+    yes/no question negates, opens on no "no", and says at most `PREMISE_EXTRA_WORDS` content
+    words beyond the question's own: all it states is that the premise is false."""
+    text = (draft or "").strip()
+    found = stated_negations(text)
+    if not found or question_kind(question) == "yes/no" or \
+            text.lower().startswith("no") or len(split_sentences(text)) != 1:
+        return False
+    said = content_stems(text) - content_stems(" ".join(found))
+    return len(said - content_stems(question)) <= PREMISE_EXTRA_WORDS

@@ -1,12 +1,25 @@
 """The swap is the edit: a correction replaces the slot's span in the draft's sentence and
 nothing else but the article in front of it (`choose.swap`, `rewrite.in_place`), and a
-character diff proves it (`only_span_changed`)."""
+character diff proves it (`only_span_changed`). A value that opens on the very words standing
+before the span ("U.S. Highway 60" for the "70" of "U.S. Highway 70") is swapped in without
+them, so no swap writes its frame twice ("U.S. Highway U.S. Highway 60")."""
 
 from __future__ import annotations
 
 import re
 
 from serc_dspy.rules.slots import _count
+
+
+def unrepeated(head: str, new: str) -> str:
+    """`new` without its opening words where the text before the span (`head`) ends on them
+    ("The historic U.S. Highway " and "U.S. Highway 60": "60"); `new` itself where it does
+    not, or where nothing of it would be left."""
+    before, words = head.split(), new.split()
+    for k in range(len(words) - 1, 0, -1):
+        if [w.lower() for w in before[-k:]] == [w.lower() for w in words[:k]]:
+            return new[new.index(words[k - 1]) + len(words[k - 1]):].lstrip()
+    return new
 
 
 def swap(text: str, old: str, new: str) -> str | None:
@@ -23,6 +36,7 @@ def swap(text: str, old: str, new: str) -> str | None:
         text = text[:before.start()] + text[start:]  # "a The Hague": "The Hague"
     elif before and own:
         new = new[own.end():]
+    new = unrepeated(text[:start], new)
     fixed = re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", lambda _: new, text, count=1)
     at = fixed.find(new)
     article = re.search(r"\b(an?|An?)\s+$", fixed[:at])
@@ -46,7 +60,8 @@ def only_span_changed(before: str, after: str, old: str, new: str) -> bool:
     if not after.endswith(tail):
         return False
     indefinite = re.compile(r"\b(?:an?|An?)\s+$")
-    for value in dict.fromkeys((new, re.sub(r"^(?:the|an?)\s+(?=\S)", "", new, flags=re.I))):
+    for value in dict.fromkeys((new, re.sub(r"^(?:the|an?)\s+(?=\S)", "", new, flags=re.I),
+                                unrepeated(head, new))):
         if not after[:len(after) - len(tail)].endswith(value):
             continue
         new_head = after[:len(after) - len(tail) - len(value)]

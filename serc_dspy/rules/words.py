@@ -61,6 +61,22 @@ def negations(text: str) -> set[str]:
     return {m.lower() for m in _NEGATION.findall(text or "")}
 
 
+def stated_negations(text: str) -> set[str]:
+    """`negations` the text states itself, not those inside a name or title: a capitalised
+    one after the first word ("the Not Ready for Prime Time Players"), or one between two
+    capitalised words ("Nakayama Miho no Tokimeki High School")."""
+    text = text or ""
+    found = set()
+    for match in _NEGATION.finditer(text):
+        before, after = text[:match.start()].split(), text[match.end():].split()
+        if before and match.group(0)[:1].isupper():
+            continue
+        if before and after and before[-1][:1].isupper() and after[0][:1].isupper():
+            continue
+        found.add(match.group(0).lower())
+    return found
+
+
 def key_terms(found: list[str], skip: set[str]) -> tuple[set[str], set[str]]:
     """Numbers, and capitalised words that are not sentence starts or function words."""
     numbers, names = set(), set()

@@ -18,7 +18,7 @@ from serc_dspy.rules.slots import (
     normal_form,
     spans,
 )
-from serc_dspy.rules.swaps import only_span_changed, swap
+from serc_dspy.rules.swaps import only_span_changed, swap, unrepeated
 
 QUESTION = "Tell me a bio of Marie Curie."
 DRAFT = ("Marie Curie was born on 7 November 1867 in Kraków. She won the Nobel Prize in "
@@ -281,6 +281,20 @@ def test_a_swap_to_a_value_with_its_own_article_keeps_one_article():
     assert not only_span_changed("He saw an ox.", "He saw painter.", "ox", "painter")
     assert not only_span_changed("The Golden Goose", "A Soldier's Tale", "Golden Goose",
                                  "The Soldier's Tale")
+
+
+def test_a_swap_to_a_value_opening_on_the_words_before_the_span_writes_them_once():
+    # HaluEval multi-turn tuning draft 15 printed "The historic U.S. Highway U.S. Highway 60."
+    for before, old, new, after in (
+            ("The historic U.S. Highway 70.", "70", "U.S. Highway 60", "The historic U.S. "
+             "Highway 60."),
+            ("It is in New York.", "York", "New Haven", "It is in New Haven."),
+            ("He was born in New York.", "New York", "New Jersey", "He was born in New Jersey.")):
+        assert swap(before, old, new) == after
+        assert only_span_changed(before, after, old, new)
+    assert unrepeated("The historic U.S. Highway ", "U.S. Highway") == "U.S. Highway"  # all
+    assert not only_span_changed("The historic U.S. Highway 70.", "The historic 60.", "70",
+                                 "U.S. Highway 60")
 
 
 # -- short answers ------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ from test_choice import pick
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
-from serc_dspy.rules.draft import says_more
+from serc_dspy.rules.draft import denies_premise, says_more
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
-         "draft.cold_start", "draft.no_info", "draft.shared_sentence"}
+         "draft.cold_start", "draft.no_info", "draft.shared_sentence",
+         "draft.denies_premise"}
 QUIET = set(FIRES)
 
 
@@ -49,6 +50,39 @@ def test_an_ungroundable_refusal_becomes_the_no_information_answer_unless_the_ru
                                        rules={"draft.no_info": False}), **refusing)
     assert off.status == "no_info" and off.answer == "I don't know."
     assert not off.ruled("draft.no_info")
+
+
+def test_a_draft_denying_the_questions_premise_is_answered_from_the_passages():
+    # HaluEval multi-turn tuning drafts 21 and 38: they deny the premise and state no value
+    question = "In which city was Marie Curie, the physicist, born?"
+    denial = "Marie Curie was not a physicist."
+    trace = run(draft=denial, question=question)
+    ruling = trace.ruled("draft.denies_premise", "answer")[0]
+    assert ruling.before == denial and "born in Warsaw" in ruling.after
+    assert trace.cold_start and "born in Warsaw" in trace.received
+    # a grounded answer that denies too, or refuses, keeps the caller's draft
+    for grounded in ("Marie Curie was not a physicist at all.", "I don't know."):
+        kept = run(draft=denial, question=question,
+                   GroundedAnswer=lambda i, g=grounded: {"answer": g})
+        assert not kept.ruled("draft.denies_premise") and not kept.cold_start
+        assert kept.received == denial and kept.status != "no_info"
+    off = run(draft=denial, question=question, program=SERC(
+        retriever=CountingRetriever(), rules={"draft.denies_premise": False}))
+    assert not off.ruled("draft.denies_premise") and not off.cold_start
+
+
+def test_a_premise_denial_says_no_more_than_the_questions_words_and_a_negation():
+    asked = "Which state are the drug stores, of which the CEO is Warren Bryant, located in?"
+    assert denies_premise(asked, "Warren Bryant was not a CEO.")
+    assert denies_premise("Which New York county has the school's sister school?",
+                          "There is no sister school.")
+    assert not denies_premise(asked, "Warren Bryant was not a CEO in Hawaii or Ohio.")
+    assert not denies_premise(asked, "Hawaii.")  # no negation
+    assert not denies_premise("Was Warren Bryant a CEO?", "Warren Bryant was not a CEO.")
+    assert not denies_premise(asked, "No, Warren Bryant was not a CEO.")
+    # a negation word inside a title is no denial
+    assert not denies_premise("Who composed the music of Nakayama Miho no Tokimeki High "
+                              "School?", "Nakayama Miho no Tokimeki High School had music.")
 
 
 def test_a_one_sentence_draft_stating_the_asked_value_is_checked_as_the_answer():

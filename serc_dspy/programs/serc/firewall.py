@@ -13,6 +13,7 @@ from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
 from serc_dspy.rules.asked import echoes_question
+from serc_dspy.rules.draft import denies_premise
 from serc_dspy.rules.names import (
     ASKED_ANSWER_MIN_SENTENCES,
     asks_for_answer_entity,
@@ -78,6 +79,23 @@ class EntityFirewall(Stage):
             run.log("align", "the grounded answer came back empty; kept the draft", "fallback")
             return fallback
         return answer.strip()
+
+    async def premise_answer(self, run: Run, question: str, draft: str, context: Any
+                             ) -> str | None:
+        """`draft.denies_premise`: the answer grounded in the question's passages that
+        replaces a draft denying the question's premise; None (the draft stays) where the rule
+        does not apply, no passage came back, or the grounded answer refuses or denies too."""
+        if not (run.on("draft.denies_premise") and denies_premise(question, draft)):
+            return None
+        passages = await context.get()
+        if not passages:
+            return None
+        grounded = await self.grounded_answer(run, question, passages, draft)
+        if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded):
+            run.log("align", "the draft denies the question's premise, and so did the "
+                    "grounded answer: kept the draft", "fallback")
+            return None
+        return grounded
 
     async def entity_firewall(self, run: Run, question: str, context: Any) -> None:
         """Steps 3-5. The received answer (a caller's draft included) is replaced only when the

@@ -240,8 +240,15 @@ class SERC(TracedProgram):
         self.read_language(run, received)
         context = LazyContext(self.settings, run, question)
 
-        one_claim = self.one_claim(run, question, received) or \
-            await self.read_sentence(run, question, received, context)
+        grounded = await self.entities.premise_answer(run, question, received, context)
+        if grounded is not None:
+            run.rule("draft.denies_premise", "answer", before=received, after=grounded,
+                     detail="the draft only denies the question's premise: answered from the "
+                            "question's passages")
+            trace.cold_start, received = True, grounded
+        one_claim = not trace.cold_start and (self.one_claim(run, question, received) or
+                                              await self.read_sentence(run, question,
+                                                                       received, context))
         if one_claim:
             # The cold start replaces the model's own failed first answer; a caller's draft,
             # however short, is the caller's input: it is decoded, as one claim that answers
@@ -254,7 +261,7 @@ class SERC(TracedProgram):
             run.rule(one_claim, "answer", before=received,
                      after=answer_claim(question, received), detail=_ONE_CLAIM[one_claim])
             return received
-        if needs_cold_start(received) and run.on("draft.cold_start"):
+        if not trace.cold_start and needs_cold_start(received) and run.on("draft.cold_start"):
             trace.cold_start = True
             passages = await context.get()
             before = received
