@@ -20,16 +20,27 @@ _NICKNAME = re.compile(r"^(?P<given>.*?\S)\s+[\"\u201c](?P<nick>[^\"\u201d]+)[\"
 """A name with its nickname quoted inside it: Jacob "Jack" Kevorkian."""
 
 
+_TITLED = re.compile(r"^(?i:sir|dame|dr|mr|mrs|ms|lord|lady|prof|professor)\.?\s+"
+                     r"(?P<name>\S+(?:\s+\S+)+)$")
+"""A person's name after a title, of two words at least: "Sir Francis Nethersole"."""
+
+
 def right_forms(right: str) -> list[str]:
-    """The forms a right answer may be stated in: as HaluEval gives it, and, for a name with
+    """The forms a right answer may be stated in: as HaluEval gives it; for a person's name
+    with a title (4 of the 500 right answers: "Sir Francis Nethersole"), the name without it;
+    and, for a name with
     a quoted nickname (Jacob "Jack" Kevorkian: 7 of the 500 right answers of qa_dev and the
     extra tuning questions), the name without the nickname (Jacob Kevorkian) or with the
     nickname as its given name (Jack Kevorkian)."""
+    forms = [right]
+    titled = _TITLED.match(" ".join(right.split()))
+    if titled:  # "Sir Francis Nethersole" is stated by "Francis Nethersole"
+        forms.append(titled.group("name"))
     name = _NICKNAME.match(" ".join(right.split()))
     if not name:
-        return [right]
+        return forms
     given, nick, rest = name.group("given"), name.group("nick"), name.group("rest")
-    return [right, f"{given} {rest}", f"{nick} {rest}"]
+    return [*forms, f"{given} {rest}", f"{nick} {rest}"]
 
 
 def halueval_outcome(answer: str | None, right: str, hallucinated: str) -> dict[str, bool]:

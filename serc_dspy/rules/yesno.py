@@ -39,11 +39,20 @@ register(
          "value to choose and were left unverified, though each option's opening states the "
          "value asked about", english_only=True,
          found_on="HaluEval extra tuning items 108, 214, 233, 343, 367"),
+    Rule("choose.both_not", "a caller's answer to \"Are A and B both P?\" (or \"Do both A "
+         "and B ...?\") whose P names a nationality or a family or genus is decided \"no\" "
+         "when one option's own evidence states that value (as `choose.same_value` reads it) "
+         "and the other's states another one: the answer is replaced by \"No, B is "
+         "Canadian.\" unless it says no; with either value missing it stays unverified",
+         "`choose.both` reads only a yes, so \"Yes, The New Pornographers and Kings of Leon "
+         "are both popular rock bands.\" stood for \"... both American rock bands?\" though "
+         "the band's own sentence calls it Canadian", english_only=True,
+         found_on="HaluEval multi-turn tuning drafts 29, 438"),
 )
 
 _BOTH = re.compile(r"^(?P<verb>are|were)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\s+"
                    r"(?P<p>[^?]+?)\s*\?$", re.IGNORECASE)
-_BOTH_FIRST = re.compile(r"^(?P<verb>are|were)\s+both\s+(?P<a>.+?)\s+and\s+(?P<rest>.+?)\s*\?$",
+_BOTH_FIRST = re.compile(r"^(?P<verb>are|were|do|does|did)\s+both\s+(?P<a>.+?)\s+and\s+(?P<rest>.+?)\s*\?$",
                          re.IGNORECASE)
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|ic|i)$")
 """The ends of a nationality word ("American", "Japanese", "Dutch"), the value that follows
@@ -54,6 +63,8 @@ _SAME = re.compile(r"^(?i:are|were|is|was|do|did|does)\s+(?:both\s+)?(?:[a-z]+\s
 _NATIONALITY = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?:[a-z]+\s+){0,2}?"
                           r"((?:[A-Z][\w-]*\s+)*[A-Z][\w-]*)")
 _TAXON = re.compile(r"\b(?:family|genus)\s+([A-Z][a-z]+)|\b([A-Z][a-z]+aceae)\b")
+_FAMILY = re.compile(r"\bfamily\s+([A-Z][a-z]+)|\b([A-Z][a-z]+aceae)\b")
+_GENUS = re.compile(r"\bgenus\s+([A-Z][a-z]+)")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _NO = re.compile(r"^\W*no\b", re.IGNORECASE)
 
@@ -82,9 +93,10 @@ def both_question(question: str, evidence: list[EvidenceSentence] | None = None
 
 
 def opens_with(sentence: str, option: str) -> bool:
-    """Whether the sentence names the option (in full, or by its last name word) among its
-    first `SUBJECT_WORDS` words: the option is what the sentence is about."""
+    """Whether the sentence names the option (in full, or by its last name word, or in the
+    plural) among its first `SUBJECT_WORDS` words: the option is what the sentence is about."""
     opening = {w.lower() for w in words_of(sentence)[:SUBJECT_WORDS]}
+    opening |= {w[:-1] for w in opening if w.endswith("s")}  # "Junipers are ...": Juniper
     names = [w.lower() for w in words_of(option) if w.lower() not in STOP]
     return bool(names) and (set(names) <= opening or names[-1] in opening)
 
@@ -148,8 +160,8 @@ def value_of(option: str, what: str, evidence: list[EvidenceSentence]) -> str | 
     if what == "year":
         found = _YEAR.search(own)
         return found.group(1) if found else None
-    found = _TAXON.search(own)
-    return (found.group(1) or found.group(2)) if found else None
+    found = (_FAMILY if what == "family" else _GENUS).search(own)
+    return next(g for g in found.groups() if g) if found else None
 
 
 def same_slot(question: str, sentence: str, evidence: list[EvidenceSentence]) -> Slot | None:
@@ -190,5 +202,41 @@ def _stating(a: str, b: str, what: str, values: list[str], same: bool) -> str:
         f"No, {a} is {values[0]} and {b} is {values[1]}."
 
 
-YES_NO = (("choose.both", both_slot), ("choose.same_value", same_slot))
+def both_not_slot(question: str, sentence: str, evidence: list[EvidenceSentence]
+                  ) -> Slot | None:
+    """`choose.both_not`: the answer sentence as one slot, ruled supported where it says no
+    or contradicted with "No, B is Canadian." as its correction, where P names a nationality
+    or a taxon that one option's own evidence states and the other's contradicts with another
+    value; None otherwise."""
+    parsed = both_question(question, evidence)
+    if parsed is None:
+        return None
+    _, a, b, prop = parsed
+    taxon = _TAXON.search(prop)
+    what, wanted = ("family", taxon.group(1) or taxon.group(2)) if taxon else \
+        ("nationality", next((w for w in prop.split() if _DEMONYM.fullmatch(w)), None))
+    if wanted is None:
+        return None
+    values = {option: value_of(option, what, evidence) for option in (a, b)}
+    if None in values.values() or not any(v.lower() == wanted.lower() for v in values.values()):
+        return None  # one option must state the asked value: it is a value of that kind
+    other = next((o for o, v in values.items()
+                  if wanted.lower() not in v.lower().split("-")), None)
+    if other is None:
+        return None
+    text = sentence.strip()
+    slot = Slot(kind="sentence", text=text, start=sentence.find(text))
+    slot.note = f"the evidence gives {a} {values[a]!r} and {b} {values[b]!r}, not both " \
+                f"{wanted!r}"
+    if _NO.match(text):
+        slot.ruling = "supported"
+        return slot
+    slot.ruling = "contradicted"
+    slot.chosen = f"No, {other} is in the {what} {values[other]}." if taxon else \
+        f"No, {other} is {values[other]}."
+    return slot
+
+
+YES_NO = (("choose.both", both_slot), ("choose.same_value", same_slot),
+          ("choose.both_not", both_not_slot))
 """The rules that read a yes or no from the passages, in order, each with its slot reader."""

@@ -323,6 +323,10 @@ def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
                  'H. Bruce "Lucky" Humberstone'):
         assert halueval_outcome(said, right, "Neil LaBute")["fixed"]
     assert not halueval_outcome("Bruce Humberstone was born first.", right, "X")["right"]
+    # a person's title is no part of what must be stated (multi-turn tuning draft 46)
+    assert halueval_outcome("Francis Nethersole was born first.", "Sir Francis Nethersole",
+                            "Elizabeth Stuart")["fixed"]
+    assert not halueval_outcome("Burns did it.", "Mr. Burns", "Smithers")["right"]
 
 
 def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():

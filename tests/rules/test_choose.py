@@ -36,7 +36,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.named_answer",
-         "choose.shared_value"}
+         "choose.shared_value", "choose.both_not"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -872,6 +872,37 @@ def test_a_same_question_is_answered_by_the_value_each_options_opening_states():
     off, _ = _answer(FILMMAKERS_CORPUS, SAME_NATIONALITY, "Yes.", "not stated",
                      **{"choose.same_value": False})
     assert off.answer == "Yes." and not off.trace.ruled("choose.same_value")
+
+
+BANDS_CORPUS = LocalCorpus.from_texts({
+    "n.txt": "The New Pornographers is a Canadian indie rock band formed in 1997 in Vancouver.",
+    "k.txt": "Kings of Leon is an American rock band that formed in Nashville, Tennessee.",
+    "j.txt": "Junipers are coniferous plants in the genus Juniperus of the cypress family "
+             "Cupressaceae. Indigofera is a large genus of flowering plants belonging to the "
+             "family Fabaceae.",
+})
+BOTH_BANDS = "Are both The New Pornographers and Kings of Leon American rock bands?"
+
+
+def test_a_both_question_is_answered_no_where_one_option_states_another_value_of_its_kind():
+    # HaluEval multi-turn tuning drafts 29 and 438: one option's own sentence states the
+    # asked nationality or family, the other's another one
+    fixed, engine = _answer(BANDS_CORPUS, BOTH_BANDS, "Yes, both are popular rock bands.",
+                            "not stated")
+    assert fixed.answer == "No, The New Pornographers is Canadian."
+    assert fixed.trace.ruled("choose.both_not", "f0.0") and engine.of("ChooseValue") == []
+    family, _ = _answer(BANDS_CORPUS, "Do both Juniper and Indigofera belong to the cypress "
+                        "family Cupressaceae?", "Yes, both do.", "not stated")
+    assert family.answer == "No, Indigofera is in the family Fabaceae."
+    kept, _ = _answer(BANDS_CORPUS, BOTH_BANDS, "No.", "not stated")
+    assert kept.answer == "No." and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    # no option states the asked value: the property may be of another kind, no "no"
+    other, _ = _answer(BANDS_CORPUS, "Are both The New Pornographers and Kings of Leon "
+                       "Catholic rock bands?", "Yes.", "not stated")
+    assert other.answer == "Yes." and not other.trace.ruled("choose.both_not")
+    off, _ = _answer(BANDS_CORPUS, BOTH_BANDS, "Yes.", "not stated",
+                     **{"choose.both_not": False})
+    assert off.answer == "Yes." and not off.trace.ruled("choose.both_not")
 
 
 DIRECTORS_CORPUS = LocalCorpus.from_texts({
