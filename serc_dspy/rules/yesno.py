@@ -4,7 +4,9 @@ but the evidence answers "yes" when each thing's own defining sentence states th
 words (`choose.both`). A "no" is never inferred from a property left unstated: that a sentence
 does not state it says nothing. It is read only where the question asks whether two things
 share one value ("Are A and B of the same nationality?") and the evidence states each one's
-value (`choose.same_value`): two values that differ are a "no" the passages state."""
+value (`choose.same_value`), or where P names a nationality or a family that one option's
+own sentence states and the other's replaces with another (`choose.both_not`): two values
+that differ are a "no" the passages state."""
 
 from __future__ import annotations
 
@@ -52,8 +54,8 @@ register(
 
 _BOTH = re.compile(r"^(?P<verb>are|were)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\s+"
                    r"(?P<p>[^?]+?)\s*\?$", re.IGNORECASE)
-_BOTH_FIRST = re.compile(r"^(?P<verb>are|were|do|does|did)\s+both\s+(?P<a>.+?)\s+and\s+(?P<rest>.+?)\s*\?$",
-                         re.IGNORECASE)
+_BOTH_FIRST = re.compile(r"^(?P<verb>are|were|do|does|did)\s+both\s+(?P<a>.+?)\s+and\s+"
+                         r"(?P<rest>.+?)\s*\?$", re.IGNORECASE)
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|ic|i)$")
 """The ends of a nationality word ("American", "Japanese", "Dutch"), the value that follows
 "is a" in an opening sentence ("... is an American film director")."""
