@@ -73,8 +73,8 @@ register(
          "HaluEval extra tuning answers 1-160, 4 of them to person questions)",
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 61, 86, 118, 151"),
-    Rule("draft.denies_premise", "a one-sentence draft that answers a question which is not a "
-         "yes/no question by denying its premise (a negation, and at most "
+    Rule("draft.denies_premise", "a one-sentence draft that answers a question which is "
+         "neither a yes/no question nor a comparison by denying its premise (a negation, and at most "
          "`premise_extra_words` content word beyond the question's own: \"Warren Bryant was "
          "not a CEO.\" to \"Which state are the drug stores of which the CEO is Warren "
          "Bryant located in?\") is a refusal: it is replaced by an answer grounded in the "
@@ -133,12 +133,14 @@ def says_more(question: str, draft: str, values: list[str]) -> bool:
 
 
 def denies_premise(question: str, draft: str) -> bool:
-    """`draft.denies_premise`: whether a one-sentence draft to a question that is not a
-    yes/no question negates, opens on no "no", and says at most `PREMISE_EXTRA_WORDS` content
-    words beyond the question's own: all it states is that the premise is false."""
+    """`draft.denies_premise`: whether a one-sentence draft to a question that is neither a
+    yes/no question nor a comparison (whose negated answer names the other option by
+    elimination: "A is not in Massachusetts.") negates, opens on no "no", and says at most
+    `PREMISE_EXTRA_WORDS` content words beyond the question's own: all it states is that the
+    premise is false."""
     text = (draft or "").strip()
     found = stated_negations(text)
-    if not found or question_kind(question) == "yes/no" or \
+    if not found or question_kind(question) in ("yes/no", "comparison") or \
             text.lower().startswith("no") or len(split_sentences(text)) != 1:
         return False
     said = content_stems(text) - content_stems(" ".join(found))
