@@ -74,8 +74,8 @@ register(
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 61, 86, 118, 151"),
     Rule("draft.denies_premise", "a one-sentence draft that answers a question which is "
-         "neither a yes/no question nor a comparison by denying its premise (a negation, and at most "
-         "`premise_extra_words` content word beyond the question's own: \"Warren Bryant was "
+         "neither a yes/no question nor a comparison by denying its premise (a negation, "
+         "and at most `premise_extra_words` content word beyond the question's own: \"Warren Bryant was "
          "not a CEO.\" to \"Which state are the drug stores of which the CEO is Warren "
          "Bryant located in?\") is a refusal: it is replaced by an answer grounded in the "
          "question's passages and decoded as the cold start's; where that answer refuses or "
