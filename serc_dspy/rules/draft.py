@@ -74,12 +74,12 @@ register(
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 61, 86, 118, 151"),
     Rule("draft.denies_premise", "a one-sentence draft that answers a question which is "
-         "neither a yes/no question nor a comparison by denying its premise (a negation, "
-         "and at most `premise_extra_words` content word beyond the question's own: "
-         "\"Warren Bryant was not a CEO.\" to \"Which state are the drug stores of which "
-         "the CEO is Warren Bryant located in?\") is a refusal: it is replaced by an answer grounded in the "
-         "question's passages and decoded as the cold start's; where that answer refuses or "
-         "denies too, the draft is kept and decoded as before",
+         "neither a yes/no question nor a comparison by denying its premise (a negation, and "
+         "at most `premise_extra_words` content word beyond the question's own: \"Warren "
+         "Bryant was not a CEO.\" to \"Which state are the drug stores of which the CEO is "
+         "Warren Bryant located in?\") is a refusal: it is replaced by an answer grounded in "
+         "the question's passages and decoded as the cold start's; where that answer refuses "
+         "or denies too, the draft is kept and decoded as before",
          "a draft that only denies the question's premise states no value to check or choose: "
          "the checks found nothing to correct and kept it (4 of the 35 unfixed HaluEval "
          "multi-turn tuning drafts 1-64, comparisons aside)", english_only=True,
