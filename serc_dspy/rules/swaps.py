@@ -18,7 +18,7 @@ def unrepeated(head: str, new: str) -> str:
     before, words = head.split(), new.split()
     for k in range(len(words) - 1, 0, -1):
         if [w.lower() for w in before[-k:]] == [w.lower() for w in words[:k]]:
-            return new[new.index(words[k - 1]) + len(words[k - 1]):].lstrip()
+            return re.sub(rf"^\s*(?:\S+\s+){{{k}}}", "", new)
     return new
 
 
