@@ -92,8 +92,8 @@ class EntityFirewall(Stage):
             return None
         grounded = await self.grounded_answer(run, question, passages, draft)
         if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded):
-            run.log("align", "the draft denies the question's premise, and so did the "
-                    "grounded answer: kept the draft", "fallback")
+            run.log("align", "the draft denies the question's premise, and the grounded "
+                    "answer failed, refused or denied too: kept the draft", "fallback")
             return None
         return grounded
 
