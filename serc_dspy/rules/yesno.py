@@ -64,7 +64,6 @@ _SAME = re.compile(r"^(?i:are|were|is|was|do|did|does)\s+(?:both\s+)?(?:[a-z]+\s
                    r"same\s+(?P<what>nationality|country|year|family|genus)\b")
 _NATIONALITY = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?:[a-z]+\s+){0,2}?"
                           r"((?:[A-Z][\w-]*\s+)*[A-Z][\w-]*)")
-_TAXON = re.compile(r"\b(?:family|genus)\s+([A-Z][a-z]+)|\b([A-Z][a-z]+aceae)\b")
 _FAMILY = re.compile(r"\bfamily\s+([A-Z][a-z]+)|\b([A-Z][a-z]+aceae)\b")
 _GENUS = re.compile(r"\bgenus\s+([A-Z][a-z]+)")
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
@@ -214,9 +213,11 @@ def both_not_slot(question: str, sentence: str, evidence: list[EvidenceSentence]
     if parsed is None:
         return None
     _, a, b, prop = parsed
-    taxon = _TAXON.search(prop)
-    what, wanted = ("family", taxon.group(1) or taxon.group(2)) if taxon else \
-        ("nationality", next((w for w in prop.split() if _DEMONYM.fullmatch(w)), None))
+    # the taxon P names, read as `value_of` reads an option's (a genus before a family)
+    what, taxon = next(((w, found) for w, pattern in (("genus", _GENUS), ("family", _FAMILY))
+                        if (found := pattern.search(prop))), ("nationality", None))
+    wanted = next(g for g in taxon.groups() if g) if taxon else \
+        next((w for w in prop.split() if _DEMONYM.fullmatch(w)), None)
     if wanted is None:
         return None
     values = {option: value_of(option, what, evidence) for option in (a, b)}
