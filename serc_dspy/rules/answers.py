@@ -295,7 +295,16 @@ def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
         new = [s for s in found if re.search(  # where its wh-word stands ("played what?")
             rf"\b{re.escape(verb)}\s+(?:(?:the|a|an)\s+)?$", sentence[:s.start], re.I)]
     found = new or found
-    return sorted(found, key=lambda s: quoted(sentence, s))
+    verb = _before_wh(question)  # "starred along what actress?": the span after "along
+    return sorted(found, key=lambda s: (  # with", not an award named before it
+        quoted(sentence, s), not (verb and _follows(sentence, s, verb))))
+
+
+def _follows(sentence: str, span: Span, word: str) -> bool:
+    """Whether a span stands right after a word, one other word and an article allowed in
+    between ("starred along with the ..." for "along")."""
+    return bool(re.search(rf"\b{re.escape(word)}\s+(?:\w+\s+)?(?:(?:the|a|an)\s+)?$",
+                          sentence[:span.start], re.IGNORECASE))
 
 
 def _before_wh(question: str) -> str:

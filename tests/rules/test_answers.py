@@ -55,6 +55,18 @@ def test_a_draft_restating_every_name_of_the_question_has_its_slot_where_the_wh_
     assert slot.text == "Bruce Lee"  # a name the question does not name is the answer
 
 
+def test_of_two_new_names_the_slot_is_the_one_standing_where_the_wh_word_does():
+    question = ('The Golden Globe Award winner for best actor from "Roseanne" starred along '
+                "what actress in Gigantic?")
+    draft = ("The Golden Raspberry Award winner for best actor from \"Roseanne\" starred along "
+             "with Jennifer Aniston in Gigantic.")
+    (slot,) = answer_slots(question, draft)
+    assert slot.text == "Jennifer Aniston"  # the award is no actress to swap for one
+    # with no word before the wh-word to place it, the first new name stays the slot
+    (slot,) = answer_slots("Who starred with Zooey Deschanel?", "Paul Dano starred with Ed Asner.")
+    assert slot.text == "Paul Dano"
+
+
 def test_a_short_clause_is_no_one_value_and_a_leading_article_stays_out_of_the_slot():
     # HaluEval extra tuning items 57 and 75: "Both Hospitals are located in Georgetown" was
     # one slot, and "The Babylonians" swapped for "Sumerians" lost the article the gold keeps
