@@ -50,7 +50,7 @@ RANK_POOL = 40
 POOLED_MARGIN = 0.25
 """The pooled probability by which one value must lead the next for `choose.pooled` to decide
 a short answer whose two orders disagree (set on HaluEval's tuning items 1-30)."""
-_WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
+WANTED = {"date": ("date", "year"), "number": ("number",), "place": ("name",),
            "person": ("name",)}
 """The span kinds that answer each kind of question."""
 
@@ -204,7 +204,7 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     1868.": each part is its own draft sentence, and its own slot), else the draft sentence
     itself, without its final stop."""
     kind = question_kind(question)
-    wanted = _WANTED.get(kind, ())
+    wanted = WANTED.get(kind, ())
     if kind == "comparison" and (named := option_slot(question, sentence)) is not None:
         return named
     if kind == "yes/no":
@@ -276,7 +276,7 @@ def answer_sentence(question: str, draft: str) -> bool:
                    for option in comparison_options(question)) == 1
     if kind == "yes/no":  # "Yes, both were golfers.": its answer is its first word
         return bool(re.match(r"\W*(?:yes|no)\b", text, re.IGNORECASE))
-    wanted, noun = _WANTED.get(kind, ()), titled(question)
+    wanted, noun = WANTED.get(kind, ()), titled(question)
     asked = f" {normalise(question, fold=True)} "
     return any((s.kind in wanted or noun and s.kind == "name" and closes_with(s.text, noun))
                and f" {normalise(s.text, fold=True)} " not in asked for s in spans(text))

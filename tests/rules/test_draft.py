@@ -7,12 +7,12 @@ from test_choice import pick
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
-from serc_dspy.rules.draft import denies_premise, says_more
+from serc_dspy.rules.draft import denies_premise, says_more, states_no_value
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
          "draft.cold_start", "draft.no_info", "draft.shared_sentence",
-         "draft.denies_premise"}
+         "draft.denies_premise", "draft.no_value"}
 QUIET = set(FIRES)
 
 
@@ -66,9 +66,48 @@ def test_a_draft_denying_the_questions_premise_is_answered_from_the_passages():
                    GroundedAnswer=lambda i, g=grounded: {"answer": g})
         assert not kept.ruled("draft.denies_premise") and not kept.cold_start
         assert kept.received == denial and kept.status != "no_info"
-    off = run(draft=denial, question=question, program=SERC(
-        retriever=CountingRetriever(), rules={"draft.denies_premise": False}))
+    off = run(draft=denial, question=question, program=SERC(retriever=CountingRetriever(),
+              rules={"draft.denies_premise": False, "draft.no_value": False}))
     assert not off.ruled("draft.denies_premise") and not off.cold_start
+    # with only the premise rule off, the draft still names no city: `draft.no_value`
+    other = run(draft=denial, question=question, program=SERC(
+        retriever=CountingRetriever(), rules={"draft.denies_premise": False}))
+    assert other.ruled("draft.no_value", "answer") and other.cold_start
+
+
+def test_a_draft_stating_no_value_of_the_asked_kind_is_answered_from_the_passages():
+    # HaluEval multi-turn tuning drafts 74 and 78: "who?" answered with no name at all
+    question = "Which city was the physicist who won two Nobel Prizes born in?"
+    empty = "The physicist was born in a large city."
+    trace = run(draft=empty, question=question)
+    ruling = trace.ruled("draft.no_value", "answer")[0]
+    assert ruling.before == empty and "born in Warsaw" in ruling.after
+    assert trace.cold_start and "Warsaw" in trace.answer
+    # a grounded answer that names no city either keeps the caller's draft
+    kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
+        "answer": "The physicist was born in a city."})
+    assert not kept.ruled("draft.no_value") and not kept.cold_start and kept.received == empty
+    off = run(draft=empty, question=question, program=SERC(
+        retriever=CountingRetriever(), rules={"draft.no_value": False}))
+    assert not off.ruled("draft.no_value") and not off.cold_start
+
+
+def test_a_sentence_states_the_asked_value_or_does_not():
+    who = "Who funds the bowling team that includes the school bus driver?"
+    assert states_no_value(who, "The school teachers funded the bowling team.")
+    assert not states_no_value(who, "Mr. Burns funds the bowling team.")
+    assert not states_no_value(who, "Mr. Burns")  # a value, not a sentence around one
+    when = "In what year was the creator of the Simpsons theme born?"
+    assert states_no_value(when, "Alf Clausen composed the theme.")  # a name, no year
+    assert not states_no_value(when, "Alf Clausen was born in 1941.")
+    many = "How many weeks did the single spend at number one?"
+    assert not states_no_value(many, "The single spent ten weeks at number one.")
+    assert states_no_value(many, "The lead single never charted.")
+    # a name the question gives is no answer to it; a two-option question is answered by one
+    assert states_no_value("Who is associated with Max Volmer?", "Max Volmer won a prize.")
+    assert not states_no_value("Which musician, Edwyn Collins or Jimmie Ross, played bass?",
+                               "Edwyn Collins played the bass guitar.")
+    assert not states_no_value("What genre is the band?", "The band plays loud music.")
 
 
 def test_a_premise_denial_says_no_more_than_the_questions_words_and_a_negation():

@@ -13,7 +13,7 @@ from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
 from serc_dspy.rules.asked import echoes_question
-from serc_dspy.rules.draft import denies_premise
+from serc_dspy.rules.draft import denies_premise, states_no_value
 from serc_dspy.rules.names import (
     ASKED_ANSWER_MIN_SENTENCES,
     asks_for_answer_entity,
@@ -81,21 +81,26 @@ class EntityFirewall(Stage):
         return answer.strip()
 
     async def premise_answer(self, run: Run, question: str, draft: str, context: Any
-                             ) -> str | None:
-        """`draft.denies_premise`: the answer grounded in the question's passages that
-        replaces a draft denying the question's premise; None (the draft stays) where the rule
-        does not apply, no passage came back, or the grounded answer refuses or denies too."""
-        if not (run.on("draft.denies_premise") and denies_premise(question, draft)):
+                             ) -> tuple[str, str] | None:
+        """`draft.denies_premise`, `draft.no_value`: (the rule, the answer grounded in the
+        question's passages) that replaces a draft denying the question's premise or stating
+        no value of the asked kind; None (the draft stays) where neither rule applies, no
+        passage came back, or the grounded answer refuses, denies or states no value too."""
+        rule = next((r for r, says_nothing in (("draft.denies_premise", denies_premise),
+                                               ("draft.no_value", states_no_value))
+                     if run.on(r) and says_nothing(question, draft)), None)
+        if rule is None:
             return None
         passages = await context.get()
         if not passages:
             return None
         grounded = await self.grounded_answer(run, question, passages, draft)
-        if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded):
-            run.log("align", "the draft denies the question's premise, and the grounded "
-                    "answer failed, refused or denied too: kept the draft", "fallback")
+        if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded) or \
+                states_no_value(question, grounded):
+            run.log("align", f"{rule}: the grounded answer failed, refused, denied or stated "
+                    "no value of the asked kind too: kept the draft", "fallback")
             return None
-        return grounded
+        return rule, grounded
 
     async def entity_firewall(self, run: Run, question: str, context: Any) -> None:
         """Steps 3-5. The received answer (a caller's draft included) is replaced only when the

@@ -240,11 +240,13 @@ class SERC(TracedProgram):
         self.read_language(run, received)
         context = LazyContext(self.settings, run, question)
 
-        grounded = await self.entities.premise_answer(run, question, received, context)
-        if grounded is not None:
-            run.rule("draft.denies_premise", "answer", before=received, after=grounded,
-                     detail="the draft only denies the question's premise: answered from the "
-                            "question's passages")
+        replaced = await self.entities.premise_answer(run, question, received, context)
+        if replaced is not None:
+            rule, grounded = replaced
+            run.rule(rule, "answer", before=received, after=grounded, detail=(
+                "the draft only denies the question's premise" if rule == "draft.denies_premise"
+                else "the draft states no value of the kind the question asks for") +
+                ": answered from the question's passages")
             trace.cold_start, received = True, grounded
         one_claim = not trace.cold_start and (self.one_claim(run, question, received) or
                                               await self.read_sentence(run, question,
