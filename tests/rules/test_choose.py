@@ -699,7 +699,9 @@ def test_a_name_the_answer_puts_after_the_is_no_persons_name():
     from serc_dspy.rules.asked import off_type
 
     question = "Who wrote the song that the Kingsmen covered?"
-    fixed, _ = _answer(BAND_CORPUS, question, "The Kingsmen wrote the song.", "Richard Berry")
+    # (the draft names only the question's band: `draft.no_value` would answer it afresh)
+    fixed, _ = _answer(BAND_CORPUS, question, "The Kingsmen wrote the song.", "Richard Berry",
+                       **{"draft.no_value": False})
     assert fixed.trace.ruled("choose.off_type", "f0.0")
     assert fixed.answer == "Richard Berry wrote the song."
     slot = Slot(kind="name", text="Kingsmen", candidates=[
@@ -1256,13 +1258,14 @@ def test_an_answer_the_question_names_does_not_hold_back_a_rival():
     # won the Nobel Prize in 1943.": the evidence states Max Volmer, as the question's subject
     question = "Who won a Nobel Prize in 1943 and is associated with Max Volmer?"
     draft = "Max Volmer won the Nobel Prize in 1943."
-    fixed, _ = _answer(NOBEL_CORPUS, question, draft, "Otto Stern")
+    # (the draft names only the question's names: `draft.no_value` would answer it afresh)
+    fixed, _ = _answer(NOBEL_CORPUS, question, draft, "Otto Stern", **{"draft.no_value": False})
     assert fixed.trace.ruled("choose.named_answer", "f0.0")
     assert fixed.answer == "Otto Stern won the Nobel Prize in 1943."
     assert not fixed.trace.ruled("choose.own_stated")
     # off: the stated answer holds the rival back, and the answer stays as it was
     off, _ = _answer(NOBEL_CORPUS, question, draft, "Otto Stern",
-                     **{"choose.named_answer": False})
+                     **{"choose.named_answer": False, "draft.no_value": False})
     assert off.trace.ruled("choose.own_stated") and off.answer == draft
     # a question that offers options names both, and the answer is one of them: held back
     from serc_dspy.rules.asked import names_answer
