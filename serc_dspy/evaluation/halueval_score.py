@@ -26,13 +26,17 @@ _TITLED = re.compile(r"^(?i:sir|dame|dr|mr|mrs|ms|lord|lady|prof|professor)\.?\s
 
 
 def right_forms(right: str) -> list[str]:
-    """The forms a right answer may be stated in: as HaluEval gives it; for a person's name
+    """The forms a right answer may be stated in: as HaluEval gives it; without a leading
+    article in lower case (5 of the 500 right answers: "the Desert Fox"); for a person's name
     with a title (4 of the 500 right answers: "Sir Francis Nethersole"), the name without it;
     and, for a name with
     a quoted nickname (Jacob "Jack" Kevorkian: 7 of the 500 right answers of qa_dev and the
     extra tuning questions), the name without the nickname (Jacob Kevorkian) or with the
     nickname as its given name (Jack Kevorkian)."""
     forms = [right]
+    bare = re.match(r"(?:the|a|an)\s+(\S.*)$", " ".join(right.split()))
+    if bare:  # "the Desert Fox" is stated by "Desert Fox" (a capital "The" is the name's)
+        forms.append(bare.group(1))
     titled = _TITLED.match(" ".join(right.split()))
     if titled:  # "Sir Francis Nethersole" is stated by "Francis Nethersole"
         forms.append(titled.group("name"))

@@ -327,6 +327,11 @@ def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
     assert halueval_outcome("Francis Nethersole was born first.", "Sir Francis Nethersole",
                             "Elizabeth Stuart")["fixed"]
     assert not halueval_outcome("Burns did it.", "Mr. Burns", "Smithers")["right"]
+    # a lower-case article is no part of the name (multi-turn tuning draft 120); a capital one
+    # is part of a title ("The Wolfhounds", above)
+    assert halueval_outcome("He was known as Desert Fox.", "the Desert Fox", "Black Panther")[
+        "fixed"]
+    assert not halueval_outcome("Producers of it.", "The Producers", "Cats")["right"]
 
 
 def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():
