@@ -81,7 +81,9 @@ register(
          "answer value the slot check supported, and which states more than that value and "
          "the question's own words (\"Martha Coolidge, a Canadian director with over 50 years "
          "of experience in the film industry.\"), is decoded again as prose: the slot check "
-         "verified only the value",
+         "verified only the value. The firewall passes it: the evidence states its value, so "
+         "it is about the evidence's entity (a reset threw a supported birth date away for a "
+         "wrong name on multi-turn tuning draft 108)",
          "a hallucinated answer often names the right value and says something false of it; "
          "the slot check supported the value and printed the falsehood (6 of the 160 "
          "HaluEval extra tuning answers 1-160, 4 of them to person questions)",

@@ -207,6 +207,10 @@ def test_a_supported_answer_that_says_more_is_decoded_again_as_prose():
     ruling = result.trace.ruled("draft.says_more", "answer")[0]
     assert "'1979'" in ruling.detail and not result.trace.short_draft
     assert engine.of("AtomicFacts")  # the prose decoder ran after the supported slot
+    # its value is the evidence's: the firewall passes it, and no reset throws it away
+    # (multi-turn tuning draft 108: a supported birth date reset to a wrong name)
+    assert result.trace.firewall.decision.startswith("passed: the slot check supported")
+    assert not engine.of("SameEntity") and not engine.of("GroundedAnswer")
     # not for a question of another kind, whose slot may be any name in the draft
     assert says_more(RACE_QUESTION, more, ["1979"])
     assert not says_more("Hunt drove for which team in 1979?", more, ["1979"])
