@@ -141,6 +141,9 @@ ROLE_NOT = STOP | {"member", "part", "number", "one", "group", "lot", "kind", "t
                     "time", "year", "way", "series", "couple", "pair", "total"}
 ROLE_WORDS = 3
 """Lower-case words a role phrase may run to before its head noun ("a French film director")."""
+_LY_NOUNS = frozenset({"family", "ally", "bully"})
+"""Nouns in "-ly"; another "-ly" word is a modifier ("a monthly, peer-reviewed journal" is no
+monthly: multi-turn tuning draft 146 had its "founder" swapped for "monthly")."""
 _LOWER_WORD = re.compile(r" ([a-z][a-z-]+)\b")
 KIND_ORDER = ("date", "year", "number", "name", "role")
 _SENTENCE_STARTERS = frozenset("""born died founded located based released published married
@@ -189,7 +192,8 @@ def spans(text: str, subject: str = "") -> list[Span]:
     for m in _ROLE.finditer(text):
         start, end = _role_head(text, m.start(2), m.end(2))
         role = text[start:end]
-        if role.lower() not in ROLE_NOT and len(role) > 3 and not role.endswith("-"):
+        if role.lower() not in ROLE_NOT and len(role) > 3 and not role.endswith("-") and \
+                (not role.endswith("ly") or role.lower() in _LY_NOUNS):
             add("role", start, end)
     return sorted(found, key=lambda s: s.start)
 
