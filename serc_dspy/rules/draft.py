@@ -7,6 +7,7 @@ import re
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, WANTED, one_sentence, question_kind
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.shared import shared_question
 from serc_dspy.rules.slots import spans
 from serc_dspy.rules.two_options import comparison_options
 from serc_dspy.rules.words import content_stems, stated_negations
@@ -17,6 +18,9 @@ SAYS_MORE_WORDS = 5
 PREMISE_EXTRA_WORDS = 1
 """Content words at most that a premise denial (`draft.denies_premise`) says beyond the
 question's own ("The Oberoi family is not involved in any hotel company.": "involved")."""
+_DIFFER = re.compile(r"\b(?:different|differ|differs)\b")
+"""What denies the premise of a question asking what two things have in common ("A and B
+play completely different genres.")."""
 NO_VALUE_WORDS = 3
 """Words at least in a draft that `draft.no_value` reads as a sentence around a value, not a
 value ("II", "Ten weeks." are values of a sort)."""
@@ -90,7 +94,8 @@ register(
          english_only=True, thresholds={"says_more_words": SAYS_MORE_WORDS},
          found_on="HaluEval extra tuning items 61, 86, 118, 151"),
     Rule("draft.denies_premise", "a one-sentence draft that answers a question which is "
-         "neither a yes/no question nor a comparison by denying its premise (a negation, and "
+         "neither a yes/no question nor a comparison by denying its premise (a negation, or "
+         "\"different\" to a question of what two things have in common, and "
          "at most `premise_extra_words` content word beyond the question's own: \"Warren "
          "Bryant was not a CEO.\" to \"Which state are the drug stores of which the CEO is "
          "Warren Bryant located in?\") is a refusal: it is replaced by an answer grounded in "
@@ -165,9 +170,11 @@ def denies_premise(question: str, draft: str) -> bool:
     yes/no question nor a comparison (whose negated answer names the other option by
     elimination: "A is not in Massachusetts.") negates, opens on no "no", and says at most
     `PREMISE_EXTRA_WORDS` content words beyond the question's own: all it states is that the
-    premise is false."""
+    premise is false. To a question asking what two things have in common, "different" is
+    such a negation."""
     text = (draft or "").strip()
-    found = stated_negations(text)
+    found = stated_negations(text) | (set(_DIFFER.findall(text.lower()))
+                                      if shared_question(question) else set())
     if not found or question_kind(question) in ("yes/no", "comparison") or \
             text.lower().startswith("no") or len(split_sentences(text)) != 1:
         return False

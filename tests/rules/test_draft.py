@@ -119,6 +119,12 @@ def test_a_premise_denial_says_no_more_than_the_questions_words_and_a_negation()
     assert not denies_premise(asked, "Hawaii.")  # no negation
     assert not denies_premise("Was Warren Bryant a CEO?", "Warren Bryant was not a CEO.")
     assert not denies_premise(asked, "No, Warren Bryant was not a CEO.")
+    # to a question of what two things share, "different" denies it (multi-turn draft 158)
+    shared = "Jane's Addiction and Weeping Willows, play which genre of music?"
+    assert denies_premise(shared, "Jane's Addiction and Weeping Willows play completely "
+                                  "different genres.")
+    assert not denies_premise("Which genre of music does Jane's Addiction play?",
+                              "Jane's Addiction plays a different genre.")
     # a negation word inside a title is no denial
     assert not denies_premise("Who composed the music of Nakayama Miho no Tokimeki High "
                               "School?", "Nakayama Miho no Tokimeki High School had music.")
