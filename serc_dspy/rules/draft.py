@@ -8,7 +8,7 @@ from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, WANTED, one_sentence, question_kind
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.shared import shared_question
-from serc_dspy.rules.slots import spans
+from serc_dspy.rules.slots import _NUMBER_WORDS, spans
 from serc_dspy.rules.two_options import comparison_options
 from serc_dspy.rules.words import content_stems, stated_negations
 
@@ -27,10 +27,11 @@ value ("II", "Ten weeks." are values of a sort)."""
 NO_VALUE_KINDS = ("person", "place", "date", "number")
 """The question kinds whose value a sentence either states or does not (a name, a date or a
 year, a number); another question's answer may be any phrase."""
-_AMOUNT_WORDS = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
-                           r"eleven|twelve|dozens?|hundreds?|thousands?|millions?|billions?|"
-                           r"trillions?|once|twice|thrice)\b", re.IGNORECASE)
-"""Number words a sentence may state its count in ("a trillion dollars", "Ten weeks.")."""
+_AMOUNT_WORDS = re.compile(r"\b(?:" + "|".join(_NUMBER_WORDS) + r"|dozens?|hundreds?|"
+                           r"thousands?|millions?|billions?|trillions?|once|twice|thrice)\b",
+                           re.IGNORECASE)
+"""Number words a sentence may state its count in ("a trillion dollars", "Ten weeks.": a
+capitalised one is read as a name's first word by `spans`)."""
 SAYS_MORE_KINDS = ("person", "place", "date", "number")
 """The question kinds whose answer slot is a value of the asked kind, so that its support
 says the asked value is right. Another question's slot may be any name in the draft ("Judy
@@ -106,8 +107,9 @@ register(
          "multi-turn tuning drafts 1-64, comparisons aside)", english_only=True,
          thresholds={"premise_extra_words": PREMISE_EXTRA_WORDS},
          found_on="HaluEval multi-turn tuning drafts 2, 21, 38"),
-    Rule("draft.no_value", "a one-sentence draft of 3 words or more to a person, place, date "
-         "or number question that states no value of the asked kind beyond the question's own "
+    Rule("draft.no_value", "a one-sentence draft of `no_value_words` words or more to a "
+         "person, place, date or number question that names no two options, and that states "
+         "no value of the asked kind beyond the question's own "
          "(no name to \"who\" or \"where\", no date or year to \"when\", no number in "
          "figures or words to \"how many\": \"The school teachers funded the bowling team.\") "
          "answers nothing: it is replaced by an answer grounded in the question's passages "
