@@ -291,12 +291,13 @@ def answer_spans(question: str, sentence: str, wanted) -> list[Span]:
     found = [s for s in spans(sentence) if wanted(s) and _count(sentence, s.text) == 1]
     asked = f" {normalise(question, fold=True)} "
     new = [s for s in found if f" {normalise(s.text, fold=True)} " not in asked]
-    if not new and (verb := _before_wh(question)):  # every span is the question's: the one
-        new = [s for s in found if re.search(  # where its wh-word stands ("played what?")
+    verb = _before_wh(question)
+    if not new and verb:  # every span is the question's: the one where its wh-word stands
+        new = [s for s in found if re.search(  # ("played what?")
             rf"\b{re.escape(verb)}\s+(?:(?:the|a|an)\s+)?$", sentence[:s.start], re.I)]
     found = new or found
-    verb = _before_wh(question)  # "starred along what actress?": the span after "along
-    return sorted(found, key=lambda s: (  # with", not an award named before it
+    # "starred along what actress?": the span after "along with", not an award named before it
+    return sorted(found, key=lambda s: (
         quoted(sentence, s), not (verb and _follows(sentence, s, verb))))
 
 

@@ -80,7 +80,7 @@ class EntityFirewall(Stage):
             return fallback
         return answer.strip()
 
-    async def premise_answer(self, run: Run, question: str, draft: str, context: Any
+    async def passage_answer(self, run: Run, question: str, draft: str, context: Any
                              ) -> tuple[str, str] | None:
         """`draft.denies_premise`, `draft.no_value`: (the rule, the answer grounded in the
         question's passages) that replaces a draft denying the question's premise or stating

@@ -240,7 +240,7 @@ class SERC(TracedProgram):
         self.read_language(run, received)
         context = LazyContext(self.settings, run, question)
 
-        replaced = await self.entities.premise_answer(run, question, received, context)
+        replaced = await self.entities.passage_answer(run, question, received, context)
         if replaced is not None:
             rule, grounded = replaced
             run.rule(rule, "answer", before=received, after=grounded, detail=(
