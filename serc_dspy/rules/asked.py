@@ -2,7 +2,8 @@
 option orders replaces an answer the evidence also states when the question's own words point
 to it (`choose.asked_frame`, `choose.asked_noun`, `choose.question_echo`), when the answer is
 of another type than the question asks (`choose.off_type`), or is a value the question itself
-names (`choose.named_answer`, `choose.question_named`).
+names (`choose.named_answer`, `choose.question_named`) or the draft's sentence already states
+(`choose.draft_named`).
 
 The draft's facts are guarded by the passages alone (`rules.rivals`); a short answer has one
 more witness, the question, whose words describe the answer as the evidence does."""
@@ -64,6 +65,12 @@ register(
          "extra tuning items 1-160 the only two swaps to a name the question gives were "
          "wrong (\"Glenn Frey.\" became \"Eagles.\")",
          found_on="HaluEval extra tuning items 98, 160"),
+    Rule("choose.draft_named", "a value the draft's own sentence states outside its answer "
+         "slot (\"Bonds on Bonds was aired on TNT.\": Bonds on Bonds) is not offered for the "
+         "slot, unless the question offers options", "the sentence's subject is not its "
+         "object: on a fresh multi-turn tuning draft the model read the show's name as the "
+         "network's, and the swap printed \"Bonds on Bonds was aired on Bonds on Bonds.\"",
+         found_on="HaluEval multi-turn tuning item 256"),
     Rule("choose.named_answer", "a caller's short answer to a person, place, date or number "
          "question whose value the question itself names (\"Who won a Nobel Prize in 1943 "
          "and is associated with Max Volmer?\": \"Max Volmer won the Nobel Prize in "
@@ -107,6 +114,17 @@ def question_named(question: str, options: list[Candidate]) -> list[str]:
         return []
     return [c.value for c in options[1:] if c.origin == "evidence" and c.value[:1].isupper()
             and named(c.value)]
+
+
+def draft_named(question: str, sentence: str, slot: Slot, options: list[Candidate]) -> list[str]:
+    """The evidence's capitalised values that the draft's `sentence` states outside `slot`,
+    to be left out of the slot's options (`choose.draft_named`): what a sentence already
+    says around its answer is not that answer. None where the question offers options."""
+    start = slot.start if sentence[slot.start:].startswith(slot.text) else \
+        sentence.find(slot.text)
+    around = sentence if start < 0 else sentence[:start] + " , " + sentence[start +
+                                                                            len(slot.text):]
+    return [] if _OFFERS.search(question) else question_named(around, options)
 
 
 def echoes_question(question: str, answer: str) -> bool:

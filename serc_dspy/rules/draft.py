@@ -75,8 +75,22 @@ register(
          "path, which checked its names and kept the insects", english_only=True,
          thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
          found_on="HaluEval extra tuning item 371"),
+    Rule("draft.yes_no_sentence", "a caller's draft of one short sentence (at most 25 "
+         "words) to a yes/no question of whether two named things are both P or share a "
+         "value (\"Are A and B both plants?\", \"Were A and B released in the same year?\") "
+         "is checked as a short answer, so that `choose.both`, `choose.same_value` and "
+         "`choose.both_not` read its yes or no from the passages; where they correct it, "
+         "the answer is theirs (\"Yes, A and B are both plants.\"); where they decide "
+         "nothing or find its yes supported (they check the yes, not the rest of the "
+         "sentence), it is decoded as prose as before (`draft.sentence_as_prose`)",
+         "such sentences (\"Calochone is a flowering plant, but Adlumia is not.\") took the "
+         "prose path, which checks their names and never their yes or no; the same draft "
+         "in fewer words was answered from the passages", english_only=True,
+         thresholds={"answer_sentence_words": ANSWER_SENTENCE_WORDS},
+         found_on="HaluEval multi-turn tuning items 68, 244"),
     Rule("draft.sentence_as_prose", "a sentence answer (`draft.answer_sentence`, "
-         "`draft.read_sentence` or `draft.shared_sentence`) whose value "
+         "`draft.read_sentence`, `draft.shared_sentence` or `draft.yes_no_sentence`) whose "
+         "value "
          "the slot check neither supported nor corrected (the two orders disagree, no rival, "
          "a rival held back) is decoded again as prose (off: it is kept, unverified)",
          "alone, the sentence check fixed 2 of HaluEval's report-split sentence answers that "

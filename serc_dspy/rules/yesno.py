@@ -147,6 +147,12 @@ def same_question(question: str) -> tuple[str, str, str] | None:
     return found["a"].strip(" ,"), found["b"].strip(" ,"), found["what"].lower()
 
 
+def pair_question(question: str) -> bool:
+    """Whether a yes/no question asks if two named things are both P or share a value: the
+    questions whose yes or no the passages can state (`draft.yes_no_sentence`)."""
+    return both_question(question) is not None or same_question(question) is not None
+
+
 def value_of(option: str, what: str, evidence: list[EvidenceSentence]) -> str | None:
     """The value an option's own evidence (its first sentence that opens by naming it) states
     of `what`: the last capitalised word after "is a" (a nationality: "a Scottish-born

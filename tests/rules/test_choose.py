@@ -35,8 +35,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.date_year", "choose.frame_first", "choose.year_bound",
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
-         "choose.read_rival", "choose.question_named", "choose.named_answer",
-         "choose.shared_value", "choose.both_not"}
+         "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
+         "choose.shared_value", "choose.both_not", "draft.yes_no_sentence"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -856,6 +856,30 @@ def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
     assert off.answer == "Wenling is in Japan." and not off.trace.ruled("choose.both")
 
 
+def test_a_one_sentence_answer_to_a_both_question_has_its_yes_or_no_read_from_the_passages():
+    # HaluEval multi-turn tuning items 68 and 248: a sentence too long for a short claim took
+    # the prose path, which checks its names and never its yes or no
+    sentence = "Wenling is a coastal city of Japan, but Xinzheng is a small city of Henan."
+    fixed, engine = _answer(CITIES_CORPUS, BOTH, sentence, "not stated")
+    assert fixed.trace.ruled("draft.yes_no_sentence", "answer")
+    assert fixed.answer == "Yes, Wenling and Xinzheng are both in China."
+    assert fixed.trace.ruled("choose.both", "f0.0") and engine.of("ChooseValue") == []
+    assert engine.of("AtomicFacts") == [] and engine.of("AnswerEntity") == []  # no prose path
+    off, engine = _answer(CITIES_CORPUS, BOTH, sentence, "not stated",
+                          **{"draft.yes_no_sentence": False})
+    assert not off.trace.ruled("draft.yes_no_sentence") and not off.trace.ruled("choose.both")
+    assert engine.of("AtomicFacts")  # the prose path, as before
+    # a yes the passages support, or no reading at all: decoded as prose, as before
+    for draft, question in (("Wenling and Xinzheng are both in China, on the coast.", BOTH),
+                            (sentence, "Are Wenling and Xinzheng both in Korea?")):
+        prose, _ = _answer(CITIES_CORPUS, question, draft, "not stated")
+        assert prose.trace.ruled("draft.yes_no_sentence") and \
+            prose.trace.ruled("draft.sentence_as_prose")
+    # a question of another form is not taken
+    other, _ = _answer(CITIES_CORPUS, "Is Wenling in China?", sentence, "not stated")
+    assert not other.trace.ruled("draft.yes_no_sentence")
+
+
 FILMMAKERS_CORPUS = LocalCorpus.from_texts({
     "c.txt": "Chris Carter (born October 13, 1956) is an American television and film producer.",
     "t.txt": "Theo van Gogh (23 July 1957 - 2 November 2004) was a Dutch film director.",
@@ -1245,6 +1269,39 @@ def test_a_name_the_question_gives_is_not_offered_as_its_answer():
     # off: the question's own name is offered, chosen, and swapped in
     off, engine = _music("Blue Sky", "Blue Sky", **{"choose.question_named": False})
     assert "Blue Sky" in _offered(engine) and off.answer == "Blue Sky."
+
+
+NETWORK_CORPUS = LocalCorpus.from_texts({
+    "s.txt": "Bonds on Bonds is a reality show about the baseball player Barry Bonds. The show "
+             "aired on ESPN in 2006.",
+})
+
+
+def _network(choose, **rules):
+    """A short answer naming the show as its subject, the model reading the show's name as
+    the network asked for."""
+    lm, engine = scripted_lm(handlers(ChooseValue=pick(choose),
+                                      ReadAnswer=lambda inputs: {"answer": "Bonds on Bonds"}))
+    program = SERC(retriever=NETWORK_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question="What network aired the reality show about the baseball "
+                                "player who played for the Pirates?",
+                       draft="Bonds on Bonds was aired on TNT."), engine
+
+
+def test_a_value_the_draft_states_around_its_answer_is_not_offered_for_it():
+    # HaluEval multi-turn tuning item 256: the show's name, read as the network, was chosen
+    # in both orders and printed "Bonds on Bonds was aired on Bonds on Bonds."
+    fixed, engine = _network("ESPN")
+    ruling = fixed.trace.ruled("choose.draft_named", "f0.0")
+    assert ruling and "'Bonds on Bonds'" in ruling[0].detail
+    assert "Bonds on Bonds" not in _offered(engine) and "Barry Bonds" in _offered(engine)
+    assert fixed.answer == "Bonds on Bonds was aired on ESPN."
+    # off: the subject is offered, chosen, and swapped in for its own network
+    off, engine = _network("Bonds on Bonds", **{"choose.draft_named": False})
+    assert "Bonds on Bonds" in _offered(engine)
+    assert off.answer == "Bonds on Bonds was aired on Bonds on Bonds."
 
 
 NOBEL_CORPUS = LocalCorpus.from_texts({

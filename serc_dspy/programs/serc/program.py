@@ -45,6 +45,7 @@ from serc_dspy.rules.draft import answer_claim, says_more
 from serc_dspy.rules.reading import reading_span, sentence_slot
 from serc_dspy.rules.shared import shared_question
 from serc_dspy.rules.slots import about_subject, focus
+from serc_dspy.rules.yesno import pair_question
 from serc_dspy.runtime.states import is_compiled_state, load_compiled
 from serc_dspy.runtime.steps import gather
 
@@ -92,6 +93,9 @@ _ONE_CLAIM = {
                              "question asks for: checked as its answer (no firewall)",
     "draft.shared_sentence": "a one-sentence caller draft to a question of what two things "
                              "have in common: checked as its answer (no firewall)",
+    "draft.yes_no_sentence": "a one-sentence caller draft to a question of whether two things "
+                             "are both P or share a value: its yes or no read from the "
+                             "passages (no firewall)",
 }
 """Each `one_claim` rule's ruling: why the draft was checked as one claim."""
 
@@ -303,8 +307,11 @@ class SERC(TracedProgram):
             return None
         rulings = [s.ruling for f in trace.facts for s in f.slots]
         sentence = any(trace.ruled(rule, "answer") for rule in (
-            "draft.answer_sentence", "draft.read_sentence", "draft.shared_sentence"))
-        if not any(r in ("supported", "contradicted") for r in rulings):
+            "draft.answer_sentence", "draft.read_sentence", "draft.shared_sentence",
+            "draft.yes_no_sentence"))
+        # a yes the passages support says nothing of the rest of the draft's sentence
+        yes_only = trace.ruled("draft.yes_no_sentence", "answer") and "contradicted" not in rulings
+        if yes_only or not any(r in ("supported", "contradicted") for r in rulings):
             return "draft.sentence_as_prose" if sentence and \
                 run.on("draft.sentence_as_prose") else None
         values = [s.text for f in trace.facts for s in f.slots]
@@ -358,6 +365,9 @@ class SERC(TracedProgram):
         if run.on("draft.shared_sentence") and run.on("choose.shared_value") and \
                 one_sentence(received) and shared_question(question):
             return "draft.shared_sentence"
+        if run.on("draft.yes_no_sentence") and question_kind(question) == "yes/no" and \
+                one_sentence(received) and pair_question(question):
+            return "draft.yes_no_sentence"
         return None
 
     async def read_sentence(self, run: Run, question: str, received: str,

@@ -18,6 +18,7 @@ from serc_dspy.rules.asked import (
     article_before,
     asked_frame,
     asked_noun,
+    draft_named,
     echo_leader,
     names_answer,
     off_type,
@@ -106,6 +107,13 @@ class ShortAnswers:
                         (named := question_named(question, candidates)):
                     run.rule("choose.question_named", fact.id, before=slot.text, detail="the "
                              "question names " + ", ".join(map(repr, named)) + ": not offered")
+                    candidates = [c for c in candidates if c.value not in named]
+                if question_kind(question) not in ("comparison", "yes/no") and \
+                        run.on("choose.draft_named") and \
+                        (named := draft_named(question, sentence, slot, candidates)):
+                    run.rule("choose.draft_named", fact.id, before=slot.text, detail="the "
+                             "draft's sentence states " + ", ".join(map(repr, named)) +
+                             " around its answer: not offered")
                     candidates = [c for c in candidates if c.value not in named]
                 if question_kind(question) == "comparison" and any(map(run.on, COMPARING)):
                     slot.candidates = candidates
