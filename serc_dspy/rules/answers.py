@@ -155,6 +155,11 @@ def head_noun(question: str) -> str:
     return ""
 
 
+_HOW_MUCH = r"how (?:many|much|long|old|far|tall|big|large)"
+"""A number asked, first or last in the question ("How many ...", "... spent how many weeks?",
+"... earned how much money?")."""
+
+
 def question_kind(question: str) -> str:
     """What kind of value answers a question, from its words: a comparison between two
     named options ("... first, A or B?", "Are both ...?"), a date, a number, a place, a
@@ -169,8 +174,7 @@ def question_kind(question: str) -> str:
                 r"(?:year|decade))\b", q) or re.search(r"\b(?:in|what|which) (?:year|decade)"
                                                         r"\b[^,]*\?$", q):
         return "date"  # "..., released in what year?" asks for a date too
-    if re.match(r"^(?:how (?:many|much|long|old|far|tall|big|large))\b", q) or \
-            re.search(r"\bhow many\b[^,]*\?$", q):  # "... which spent how many weeks?"
+    if re.search(rf"^{_HOW_MUCH}\b|\b{_HOW_MUCH}\b[^,]*\?$", q):  # "... earned how much money?"
         return "number"
     if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
                 r"what (?:city|country|state|town|county|place))\b", q) or \

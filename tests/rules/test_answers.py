@@ -145,6 +145,20 @@ def test_a_list_of_modifiers_does_not_end_the_asked_type_phrase():
     assert head_noun("What author, born in 1949, wrote for weeklies?") == "author"
 
 
+def test_an_amount_asked_at_the_end_of_the_question_is_a_number_question():
+    # HaluEval extra tuning items 138 and 231: "... earned how much money?" was typed "other",
+    # so a draft stating no amount ("made an incredible amount of money") was prose
+    from serc_dspy.rules.answers import question_kind
+
+    assert question_kind("Emma Rose Kenney's roll in a Blue Sky Studios produced film earned "
+                         "how much money?") == "number"
+    assert question_kind("Up to how far off can the Deal Timeball be from UTC?") == "number"
+    assert question_kind("The band spent how many weeks at number one?") == "number"
+    assert question_kind("How tall is the tower?") == "number"
+    # a "how" that asks no amount stays as it was
+    assert question_kind("How did the band, which spent weeks at number one, split?") == "other"
+
+
 def test_a_name_the_question_does_not_give_is_the_slot_before_a_role():
     # HaluEval extra tuning item 44: the role "show" had been the slot, and "South Park"
     # swapped in for it left the wrong title standing
