@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from serc_dspy.core.text import normalise
+from serc_dspy.rules.words import TITLES
 
 
 def _padded(text: str) -> str:
@@ -20,8 +21,7 @@ _NICKNAME = re.compile(r"^(?P<given>.*?\S)\s+[\"\u201c](?P<nick>[^\"\u201d]+)[\"
 """A name with its nickname quoted inside it: Jacob "Jack" Kevorkian."""
 
 
-_TITLED = re.compile(r"^(?i:sir|dame|dr|mr|mrs|ms|lord|lady|prof|professor)\.?\s+"
-                     r"(?P<name>\S+(?:\s+\S+)+)$")
+_TITLED = re.compile(rf"^(?i:{'|'.join(TITLES)})\.?\s+(?P<name>\S+(?:\s+\S+)+)$")
 """A person's name after a title, of two words at least: "Sir Francis Nethersole"."""
 
 

@@ -23,7 +23,7 @@ from serc_dspy.core.text import glued_pieces, normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Passage, Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.frames import following_words, preceding_word
-from serc_dspy.rules.words import MONTHS, STOP, content_stems, stem, words_of
+from serc_dspy.rules.words import MONTHS, STOP, TITLES, content_stems, stem, words_of
 
 MAX_SLOTS = 3
 """Slots asked per fact (two choice calls each); the most specific kinds first."""
@@ -224,14 +224,17 @@ def _role_head(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _trim_name(name: str, subject_words: set[str]) -> str:
-    """A capitalised run without its leading function word ("The", "In") and without the
-    subject's own name words; empty when nothing is left that names something."""
+    """A capitalised run without its leading function word ("The", "In") or title ("Lady",
+    while two words are left), and without the subject's own name words; empty when nothing
+    is left that names something."""
     parts = name.split()
     while parts and (parts[0].lower() in STOP or parts[0].lower().rstrip(".") in MONTHS
                      or parts[0].lower() in _SENTENCE_STARTERS):
         parts.pop(0)
     while parts and parts[-1].lower() in STOP:
         parts.pop()
+    while len(parts) > 2 and parts[0].lower().rstrip(".") in TITLES:
+        parts.pop(0)  # "then-First Lady Hillary Clinton" names Hillary Clinton; "Lady Gaga" stays
     words = {w.lower() for w in words_of(" ".join(parts))}
     if not parts or not parts[0][:1].isupper() or words <= subject_words or (
             len(subject_words) > 1 and subject_words <= words):

@@ -19,6 +19,9 @@ later earlier first became become becomes becoming known named called made make 
 """Function words and the verbs a paraphrase adds; they carry no claim of their own."""
 MONTHS = frozenset("""january february march april may june july august september october
 november december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
+TITLES = ("sir", "dame", "dr", "mr", "mrs", "ms", "lord", "lady", "prof", "professor")
+"""Titles a person's name may open with ("Sir Francis Nethersole", "Lady Hillary Clinton"):
+no part of the name."""
 STEM_LETTERS = 5
 """A word counts as another when they share their first five letters ("married" / "marry",
 "discovered" / "discovery")."""

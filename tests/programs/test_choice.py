@@ -216,6 +216,15 @@ def test_slots_are_the_facts_details_that_stand_once_in_the_sentence():
         ["Kraków"]
 
 
+def test_a_name_is_offered_without_the_title_it_opens_with():
+    # multi-turn tuning draft 268: "by then-First Lady Hillary Clinton" offered "Lady Hillary
+    # Clinton", and the swap printed "published by Lady Hillary Clinton"
+    assert [(s.kind, s.text) for s in spans("The book by then-First Lady Hillary Clinton.")] \
+        == [("name", "Hillary Clinton")]
+    assert [s.text for s in spans("Sir Walter Scott met Lady Gaga.")] == ["Walter Scott",
+                                                                          "Lady Gaga"]
+
+
 def test_a_role_is_its_head_noun_and_a_title_or_list_marker_is_no_number():
     # Factcheck-Bench tuning answers: "prominent" was swapped for "dazzling", "Square One" for
     # "Square 24", and a list's "1." for "three"
