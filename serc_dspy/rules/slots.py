@@ -111,7 +111,8 @@ _INITIAL = re.compile(r"[A-Z]")
 
 def _name_runs(text: str):
     """(start, end) of each run of capitalised words (any script with case: "Kraków",
-    "Łódź"), joined by single spaces, an initial's full stop ("Dwight D. Eisenhower") or at
+    "Łódź"), joined by single spaces, an initial's or a title's full stop ("Dwight D.
+    Eisenhower", "Mr. Probz") or at
     most one linking word ("University of Paris")."""
     tokens = list(_WORD_TOKEN.finditer(text))
     k = 0
@@ -121,9 +122,11 @@ def _name_runs(text: str):
             continue
         start, end, j = tokens[k].start(), tokens[k].end(), k + 1
         while j < len(tokens) and (text[end:tokens[j].start()] == " " or (
-                text[end:tokens[j].start()] == ". " and _INITIAL.fullmatch(tokens[j - 1].group(0))
+                text[end:tokens[j].start()] == ". " and (
+                    _INITIAL.fullmatch(tokens[j - 1].group(0)) or
+                    tokens[j - 1].group(0).lower() in TITLES)
                 and tokens[j].group(0)[0].isupper() and tokens[j].group(0).lower() not in STOP
-                )):  # "Dwight D. Eisenhower" is one name
+                )):  # "Dwight D. Eisenhower", "Mr. Probz" are one name
             word = tokens[j].group(0)
             if word[0].isupper():
                 end, j = tokens[j].end(), j + 1

@@ -216,13 +216,17 @@ def test_slots_are_the_facts_details_that_stand_once_in_the_sentence():
         ["Kraków"]
 
 
-def test_a_name_is_offered_without_the_title_it_opens_with():
+def test_a_name_is_offered_without_the_title_it_opens_with_and_is_not_cut_at_it():
     # multi-turn tuning draft 268: "by then-First Lady Hillary Clinton" offered "Lady Hillary
     # Clinton", and the swap printed "published by Lady Hillary Clinton"
     assert [(s.kind, s.text) for s in spans("The book by then-First Lady Hillary Clinton.")] \
         == [("name", "Hillary Clinton")]
     assert [s.text for s in spans("Sir Walter Scott met Lady Gaga.")] == ["Walter Scott",
                                                                           "Lady Gaga"]
+    # a title's full stop does not end the name (multi-turn tuning draft 276: the slot was "Mr")
+    assert [s.text for s in spans("Mr. Probz was born Albert Johnson.")] == ["Mr. Probz",
+                                                                             "Albert Johnson"]
+    assert [s.text for s in spans("Dr. Martin Luther King spoke.")] == ["Martin Luther King"]
 
 
 def test_a_role_is_its_head_noun_and_a_title_or_list_marker_is_no_number():

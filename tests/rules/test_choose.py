@@ -274,6 +274,12 @@ def test_a_stated_short_answer_yields_to_a_rival_the_questions_words_stand_aroun
     # "born in Warsaw": the question's words stand around the answer as much as the rival
     kept, _ = short("Where was Marie Curie born?", "Warsaw", pick("Maria Skłodowska"))
     assert kept.answer == "Warsaw" and not kept.trace.ruled("choose.asked_frame")
+    # a question that ends on a quoted title ends on no wh-word (HaluEval extra tuning item
+    # 243: 'was in "Doctor Who"?' swapped the right host for his character)
+    from serc_dspy.rules.asked import asked_relation
+
+    assert asked_relation('What host of The Voice UK was in "Doctor Who"?') == set()
+    assert asked_relation(question) == {"direc"}
 
 
 def test_a_value_passed_over_for_two_rivals_is_one_contradiction_signal_held_to_a_second():
