@@ -220,7 +220,9 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
         return [Slot(kind="name", text=closing[0].text, start=closing[0].start)]
     found = answer_spans(question, sentence, lambda s: s.kind in wanted)
     if kind == "place" and on("choose.asked_place"):  # "Greece, the birthplace of ...": Greece
-        found.sort(key=lambda s: not is_asked_place(s.text, ""))
+        # then a name after "in", "on", "at", "from" ("Kyuss was formed on Mars": Mars)
+        found.sort(key=lambda s: (not is_asked_place(s.text, ""), not _LOCATIVE.search(
+            sentence[:s.start])))
     whole = sentence.strip().rstrip(".!")
     clause = bool(_FINITE.search(whole))  # "Polaris is based in Michigan": no one value
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
@@ -242,6 +244,8 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     return []
 
 
+_LOCATIVE = re.compile(r"\b(?:in|on|at|from|near)\s+(?:the\s+)?$", re.IGNORECASE)
+"""The word before a name that makes it where something is or was."""
 _FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|been|[a-z]{3,}ed)\b")
 """A verb that makes a short draft a clause around its value, not the value itself."""
 _TITLE_LINKS = frozenset("a an and at by for from in of on or the to with".split())

@@ -159,6 +159,16 @@ def test_an_amount_asked_at_the_end_of_the_question_is_a_number_question():
     assert question_kind("How did the band, which spent weeks at number one, split?") == "other"
 
 
+def test_a_place_answer_is_the_name_after_in_on_at_or_from():
+    # multi-turn tuning drafts 277 and 298: the band's and the woman's names were the slots,
+    # and the place they were formed or born in was never checked
+    question = "In what city was the rock band formed which was paid tribute by the album?"
+    assert [s.text for s in answer_slots(question, "The rock band Kyuss was formed on Mars.")] \
+        == ["Mars"]
+    assert [s.text for s in answer_slots("She was born in which county in Norway?",
+                                         "Betzy Kjelsberg was born in Buskerud.")] == ["Buskerud"]
+
+
 def test_a_name_the_question_does_not_give_is_the_slot_before_a_role():
     # HaluEval extra tuning item 44: the role "show" had been the slot, and "South Park"
     # swapped in for it left the wrong title standing
