@@ -198,6 +198,12 @@ def denies_premise(question: str, draft: str) -> bool:
     return len(said - content_stems(question)) <= PREMISE_EXTRA_WORDS
 
 
+_KIND_OF = re.compile(r"\b(?:an?)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
+"""An indefinite article before a capitalised word makes it a kind of thing, not someone's
+name: "is an Ohioan", "starred an Irish actor" (multi-turn tuning drafts 272 and 49 named no
+one); "the" does not ("the American Chemical Society")."""
+
+
 def states_no_value(question: str, draft: str) -> bool:
     """`draft.no_value`: whether a one-sentence draft of `NO_VALUE_WORDS` words or more, to a
     question of one of `NO_VALUE_KINDS`, states no value of the asked kind that the question
@@ -212,4 +218,5 @@ def states_no_value(question: str, draft: str) -> bool:
         return False
     asked = f" {normalise(question, fold=True)} "
     return not any(s.kind in WANTED[kind] and f" {normalise(s.text, fold=True)} " not in asked
+                   and not (kind == "person" and _KIND_OF.search(text[:s.start]))
                    for s in spans(text))

@@ -108,6 +108,13 @@ def test_a_sentence_states_the_asked_value_or_does_not():
     assert not states_no_value("Which musician, Edwyn Collins or Jimmie Ross, played bass?",
                                "Edwyn Collins played the bass guitar.")
     assert not states_no_value("What genre is the band?", "The band plays loud music.")
+    # a kind of person is no one's name (multi-turn tuning drafts 272 and 49); an
+    # organisation after "the" is a name
+    assert states_no_value("Which artist is from Columbus, Ohio?", "The artist is an Ohioan.")
+    assert states_no_value("What actor starred in The Messenger?",
+                           "The Messenger starred an Irish actor.")
+    assert not states_no_value("Who published the journal?",
+                               "It was published by the American Chemical Society.")
 
 
 def test_a_premise_denial_says_no_more_than_the_questions_words_and_a_negation():
