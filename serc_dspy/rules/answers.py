@@ -171,9 +171,9 @@ def question_kind(question: str) -> str:
     if re.match(r"^(?:are|were|is|was|do|did|does|can|could|has|have|had)\b", q):
         return "yes/no"
     if re.match(r"^(?:when|what (?:year|date|month|decade|century)|in (?:what|which) "
-                r"(?:year|decade))\b", q) or re.search(r"\b(?:in|what|which) (?:year|decade)"
-                                                        r"\b[^,]*\?$", q):
-        return "date"  # "..., released in what year?" asks for a date too
+                r"(?:year|decade))\b", q) or re.search(r"\b(?:in|on|what|which) (?:year|decade|"
+                                                        r"date|month|century)\b[^,]*\?$", q):
+        return "date"  # "..., released in what year?", "born on which date?" ask a date too
     if re.search(rf"^{_HOW_MUCH}\b|\b{_HOW_MUCH}\b[^,]*\?$", q):  # "... earned how much money?"
         return "number"
     if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
