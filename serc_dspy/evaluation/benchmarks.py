@@ -42,7 +42,7 @@ from serc_dspy.evaluation.results import read_results, read_score_rows, sibling
 from serc_dspy.evaluation.runner import run_experiment
 from serc_dspy.programs.registry import get_method
 from serc_dspy.retrieval.knowledge import KnowledgeSource
-from serc_dspy.rules.answers import question_kind
+from serc_dspy.rules.questions import question_kind
 
 WATERFALL_NAME = "waterfall.png"
 SUMMARY_FIELDS = ("residual_error_rate", "correction_rate", "deletion_rate", "false_alarm_rate",

@@ -14,9 +14,9 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import head_noun, question_kind
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.people import opens_person_name
+from serc_dspy.rules.questions import head_noun, question_kind
 from serc_dspy.rules.rivals import RIVAL_FRAME_WORDS, frame_stems, sentence_of
 from serc_dspy.rules.slots import EvidenceSentence
 from serc_dspy.rules.words import content_stems, stem, words_of

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from serc_dspy.core.text import normalise, split_sentences
-from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, WANTED, one_sentence, question_kind
+from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, WANTED, one_sentence
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.shared import shared_question
 from serc_dspy.rules.slots import _NUMBER_WORDS, spans
 from serc_dspy.rules.two_options import comparison_options

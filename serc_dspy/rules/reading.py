@@ -17,10 +17,11 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Candidate, Slot
-from serc_dspy.rules.answers import one_sentence, question_kind
+from serc_dspy.rules.answers import one_sentence
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.people import full_name, opens_person_name
 from serc_dspy.rules.places import is_asked_place
+from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.slots import (
     MAX_CANDIDATES,
     NOT_STATED,

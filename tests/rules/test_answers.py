@@ -137,7 +137,7 @@ def test_a_quoted_titles_article_and_an_options_named_end_are_offered():
 def test_a_list_of_modifiers_does_not_end_the_asked_type_phrase():
     # HaluEval extra tuning item 46: "What American stage, film, and television actor ...?"
     # was typed "other", so its sentence answer was decoded as prose
-    from serc_dspy.rules.answers import head_noun, question_kind
+    from serc_dspy.rules.questions import head_noun, question_kind
 
     question = "What American stage, film, and television actor played Samson in 1949?"
     assert head_noun(question) == "actor" and question_kind(question) == "person"
@@ -148,7 +148,7 @@ def test_a_list_of_modifiers_does_not_end_the_asked_type_phrase():
 def test_an_amount_or_a_date_asked_at_the_end_of_the_question_types_it():
     # HaluEval extra tuning items 138 and 231: "... earned how much money?" was typed "other",
     # so a draft stating no amount ("made an incredible amount of money") was prose
-    from serc_dspy.rules.answers import question_kind
+    from serc_dspy.rules.questions import question_kind
 
     assert question_kind("Emma Rose Kenney's roll in a Blue Sky Studios produced film earned "
                          "how much money?") == "number"

@@ -365,7 +365,7 @@ def _book(choose, **rules):
 
 def test_a_short_answer_to_what_book_is_offered_the_evidences_books():
     # the case that motivated it: HaluEval tuning item 27, offered only nationalities
-    from serc_dspy.rules.answers import head_noun, question_kind
+    from serc_dspy.rules.questions import head_noun, question_kind
 
     assert head_noun("What American country music singer-songwriter, born in 1942, sang?") == \
         "singer-songwriter"

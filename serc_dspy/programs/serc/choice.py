@@ -30,10 +30,10 @@ from serc_dspy.programs.serc.confidence import (
 )
 from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
-from serc_dspy.rules.answers import question_kind
 from serc_dspy.rules.asked import echo_leader
 from serc_dspy.rules.dates import year_slot
 from serc_dspy.rules.frames import following_words, preceding_word
+from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.quotes import opening_name
 from serc_dspy.rules.rivals import (
     context_of,

@@ -40,8 +40,9 @@ from serc_dspy.programs.serc.reconstruction import Reconstructor
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
-from serc_dspy.rules.answers import answer_sentence, one_sentence, question_kind
+from serc_dspy.rules.answers import answer_sentence, one_sentence
 from serc_dspy.rules.draft import answer_claim, says_more
+from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.reading import reading_span, sentence_slot
 from serc_dspy.rules.shared import shared_question
 from serc_dspy.rules.slots import about_subject, focus

@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from serc_dspy.core.trace import Candidate, Fact, Passage, Slot
 from serc_dspy.programs.serc.confidence import Asked
-from serc_dspy.rules.answers import (
-    answer_candidates,
-    answer_slots,
-    question_kind,
-    typed_ruling,
-)
+from serc_dspy.rules.answers import answer_candidates, answer_slots, typed_ruling
 from serc_dspy.rules.asked import (
     article_before,
     asked_frame,
@@ -26,6 +21,7 @@ from serc_dspy.rules.asked import (
 )
 from serc_dspy.rules.comparisons import COMPARING, compare_slot
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
+from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
 from serc_dspy.rules.shared import shared_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
