@@ -172,19 +172,20 @@ def off_type(question: str, slot: Slot, sentence: str = "") -> bool:
 def asked_noun(question: str, slot: Slot, evidence: list[EvidenceSentence],
                chosen: Candidate) -> bool:
     """Whether the evidence calls the chosen rival by the type word the question asks for
-    ("the state of Hawaii", "Hawaii State" for "Which state ...?") and the short answer's own
-    value by it nowhere: the rival is then of the asked kind, and the answer a value of
-    something else the evidence names."""
+    ("the state of Hawaii", "Hawaii State", "Vestfold is a county in Norway" for "Which state
+    ...?", "... which county?") and the short answer's own value by it nowhere: the rival is
+    then of the asked kind, and the answer a value of something else the evidence names."""
     noun = head_noun(question)
-    rival = sentence_of(chosen, evidence)
-    if not noun or rival is None:
+    if not noun or sentence_of(chosen, evidence) is None:
         return False
 
     def typed(text: str, value: str) -> bool:
         name = re.escape(value)
         return bool(re.search(rf"\b{noun}s?\s+of\s+(?:the\s+)?{name}(?!\w)|(?<!\w){name}\s+"
-                              rf"{noun}\b", text, re.IGNORECASE))
-    return typed(rival.text, chosen.value) and \
+                              rf"{noun}\b|(?<!\w){name}\W{{0,4}}\s*(?:is|was)\s+(?:an?|the)\s+"
+                              rf"(?:[\w-]+\s+){{0,2}}?{noun}s?\b", text, re.IGNORECASE))
+    # a definition may stand in a sentence of its own ("Vestfold is a county in Norway.")
+    return any(typed(s.text, chosen.value) for s in evidence) and \
         not any(typed(s.text, slot.text) for s in evidence)
 
 

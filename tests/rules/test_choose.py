@@ -1001,6 +1001,28 @@ def test_a_rival_the_evidence_calls_by_the_asked_type_word_outweighs_a_stated_an
     assert kept.answer == "Hawaii" and not kept.trace.ruled("choose.asked_noun")
 
 
+COUNTY_CORPUS = LocalCorpus.from_texts({
+    "k.txt": "Betzy Kjelsberg was a Norwegian politician. Kjelsberg was born in Svelvik, "
+             "Vestfold. Vestfold is a county in Norway, bordering Buskerud and Telemark.",
+})
+COUNTY = "The first female board member for the Liberal Party, she was born in which county?"
+
+
+def test_a_rival_defined_as_the_asked_type_in_a_sentence_of_its_own_outweighs_a_stated_answer():
+    # multi-turn tuning draft 298: Buskerud is stated (as Vestfold's neighbour), so
+    # `choose.own_stated` held back "Vestfold", which the evidence defines as a county
+    draft = "Betzy Kjelsberg was born in Buskerud."
+    fixed, _ = _answer(COUNTY_CORPUS, COUNTY, draft, "Vestfold")
+    assert fixed.answer == "Betzy Kjelsberg was born in Vestfold."
+    assert fixed.trace.ruled("choose.asked_noun", "f0.0")
+    off, _ = _answer(COUNTY_CORPUS, COUNTY, draft, "Vestfold", **{"choose.asked_noun": False})
+    assert off.answer == draft and off.trace.ruled("choose.own_stated", "f0.0")
+    # the right county, passed over for Buskerud, is kept: Buskerud is defined as no county
+    kept, _ = _answer(COUNTY_CORPUS, COUNTY, "Betzy Kjelsberg was born in Vestfold.",
+                      "Buskerud")
+    assert kept.answer == "Betzy Kjelsberg was born in Vestfold."
+
+
 LAUREATE_CORPUS = LocalCorpus.from_texts({
     "l.txt": "In 1903 Marie Curie became France's youngest Nobel laureate, with Pierre Curie.",
 })
