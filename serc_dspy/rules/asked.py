@@ -124,8 +124,8 @@ def draft_named(question: str, sentence: str, slot: Slot, options: list[Candidat
     says around its answer is not that answer. None where the question offers options."""
     start = slot.start if sentence[slot.start:].startswith(slot.text) else \
         sentence.find(slot.text)
-    around = sentence if start < 0 else sentence[:start] + " , " + sentence[start +
-                                                                            len(slot.text):]
+    end = start + len(slot.text)
+    around = sentence if start < 0 else f"{sentence[:start]} , {sentence[end:]}"
     return [] if _OFFERS.search(question) else question_named(around, options)
 
 
