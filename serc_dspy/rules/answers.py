@@ -10,6 +10,7 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
+from serc_dspy.rules.nationalities import asks_nationality, is_nationality, nationality_words
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.questions import closes_with, head_noun, question_kind, titled
@@ -64,6 +65,15 @@ register(
          "the question: a park's Turkish name and a language for \"which country\", a chain's "
          "name and its owner before the state it trades in", english_only=True,
          found_on="HaluEval tuning items 5, 26"),
+    Rule("choose.asked_nationality", "a short answer to a question of nationality (\"What "
+         "nationality was ...?\") is the draft's nationality word, the last one the question "
+         "does not name (\"Jauja is a Spanish historical drama.\": Spanish; \"Patti Smith is "
+         "Irish-American.\": Irish-American), and its options are the evidence's nationality "
+         "words (`rules.nationalities`: their endings, no given name)", "the slot was the "
+         "draft's first name (\"Jauja\", \"Patti Smith\"), so that the nationality the "
+         "model chose in both orders (\"Argentine\", \"American\") was held back by "
+         "`choose.own_stated` or had nothing to replace", english_only=True,
+         found_on="HaluEval extra tuning items 140, 200; multi-turn tuning item 170"),
     Rule("choose.asked_person", "a short answer to a person question (\"Who ...\", \"What "
          "author ...\") is offered the evidence's full names: two words or more, opening with "
          "a given name (gender-guesser's list), an initial or an honorific, not a title the "
@@ -117,6 +127,12 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
         return named
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
+    if on("choose.asked_nationality") and asks_nationality(question):
+        asked = f" {normalise(question, fold=True)} "  # "Jauja is a Spanish drama.": Spanish
+        stated = [(word, at) for word, at in nationality_words(sentence)
+                  if f" {normalise(word, fold=True)} " not in asked]
+        if stated:
+            return [Slot(kind="name", text=stated[-1][0], start=stated[-1][1])]
     noun = titled(question) if on("choose.asked_type") else ""
     closing = answer_spans(question, sentence, lambda s: s.kind == "name" and
                            closes_with(s.text, noun)) if noun else []
@@ -175,7 +191,7 @@ def one_sentence(draft: str) -> bool:
     return 0 < len(words) <= ANSWER_SENTENCE_WORDS and len(split_sentences(" ".join(words))) == 1
 
 
-def answer_sentence(question: str, draft: str) -> bool:
+def answer_sentence(question: str, draft: str, on: RuleSwitch = _every_rule) -> bool:
     """Whether a caller's draft is one short sentence (`one_sentence`) stating a value of the
     asked kind (a date, number, place, person, name ending in the asked type word, one of a
     comparison's two options, a yes or no) that the question does not name: its answer ("...
@@ -190,6 +206,10 @@ def answer_sentence(question: str, draft: str) -> bool:
         return bool(re.match(r"\W*(?:yes|no)\b", text, re.IGNORECASE))
     wanted, noun = WANTED.get(kind, ()), titled(question)
     asked = f" {normalise(question, fold=True)} "
+    if on("choose.asked_nationality") and asks_nationality(question) and any(
+            f" {normalise(word, fold=True)} " not in asked
+            for word, _ in nationality_words(text)):
+        return True
     return any((s.kind in wanted or noun and s.kind == "name" and closes_with(s.text, noun))
                and f" {normalise(s.text, fold=True)} " not in asked for s in spans(text))
 
@@ -294,6 +314,14 @@ def answer_candidates(question: str, slot: Slot, evidence: list[EvidenceSentence
         offered = quoted_titles(slot, ranked, lambda value: new_value(None, None, value))
         if any(c.origin == "evidence" for c in offered):
             return offered
+    if on("choose.asked_nationality") and asks_nationality(question) and \
+            is_nationality(slot.text):
+        # "Irish-American" and "American" are two answers, not two forms of one name
+        offered = offer(ranked, lambda sentence, span, value: is_nationality(value) and
+                        normal_form("name", value) not in seen and
+                        normalise(value, fold=True) not in in_question)
+        if any(c.origin == "evidence" for c in offered):
+            return offered
     noun = titled(question) if on("choose.asked_type") else ""
     kind = question_kind(question)
     if slot.kind == "name" and not noun and (
@@ -331,9 +359,9 @@ def _scripts(text: str) -> set[str]:
 def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _every_rule
                  ) -> tuple[str, str] | None:
     """The rule that typed a short answer's options by the question (`choose.asked_type`,
-    `choose.asked_place`, `choose.asked_person`) or by the draft's quotes
-    (`choose.quoted_title`) and what it did, when its options were the
-    ones offered; None otherwise."""
+    `choose.asked_place`, `choose.asked_person`, `choose.asked_nationality`) or by the draft's
+    quotes (`choose.quoted_title`) and what it did, when its options were the ones offered;
+    None otherwise."""
     offered = [c.value for c in candidates if c.origin == "evidence"]
     noun = titled(question) if on("choose.asked_type") else ""
     kind = question_kind(question)
@@ -343,6 +371,10 @@ def typed_ruling(question: str, candidates: list[Candidate], on: RuleSwitch = _e
                                           if c.origin == "evidence"):
         return "choose.quoted_title", "the draft quotes a title: the options are the " \
                                       "titles the evidence quotes (" + ", ".join(offered) + ")"
+    if on("choose.asked_nationality") and asks_nationality(question) and \
+            all(is_nationality(v) for v in offered):
+        return "choose.asked_nationality", "a question of nationality: the options are " \
+            "the evidence's nationality words (" + ", ".join(offered) + ")"
     if noun:
         if all(closes_with(v, noun) for v in offered):
             return "choose.asked_type", f"the question asks for a {noun}: the options are " \

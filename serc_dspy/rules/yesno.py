@@ -14,6 +14,7 @@ import re
 
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.nationalities import NATIONALITY
 from serc_dspy.rules.slots import _YEAR, EvidenceSentence
 from serc_dspy.rules.two_options import NAME_RUN
 from serc_dspy.rules.words import STOP, content_stems, words_of
@@ -56,9 +57,6 @@ _BOTH = re.compile(r"^(?P<verb>are|were)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\
                    r"(?P<p>[^?]+?)\s*\?$", re.IGNORECASE)
 _BOTH_FIRST = re.compile(r"^(?P<verb>are|were|do|does|did)\s+both\s+(?P<a>.+?)\s+and\s+"
                          r"(?P<rest>.+?)\s*\?$", re.IGNORECASE)
-_DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|ic|i)$")
-"""The ends of a nationality word ("American", "Japanese", "Dutch"), the value that follows
-"is a" in an opening sentence ("... is an American film director")."""
 _SAME = re.compile(r"^(?i:are|were|is|was|do|did|does)\s+(?:both\s+)?(?:[a-z]+\s+)*?"
                    r"(?P<a>[A-Z].*?)\s+and\s+(?P<b>[A-Z].*?)\s+(?:[a-z]+\s+)*?(?:of\s+)?the "
                    r"same\s+(?P<what>nationality|country|year|family|genus)\b")
@@ -163,7 +161,7 @@ def value_of(option: str, what: str, evidence: list[EvidenceSentence]) -> str | 
     if what in ("nationality", "country"):
         found = _NATIONALITY.search(own)
         word = found.group(1).split()[-1] if found else ""
-        return word if _DEMONYM.fullmatch(word.split("-")[-1]) else None
+        return word if NATIONALITY.fullmatch(word.split("-")[-1]) else None
     if what == "year":
         found = _YEAR.search(own)
         return found.group(1) if found else None
@@ -223,7 +221,7 @@ def both_not_slot(question: str, sentence: str, evidence: list[EvidenceSentence]
     what, taxon = next(((w, found) for w, pattern in (("genus", _GENUS), ("family", _FAMILY))
                         if (found := pattern.search(prop))), ("nationality", None))
     wanted = next(g for g in taxon.groups() if g) if taxon else \
-        next((w for w in prop.split() if _DEMONYM.fullmatch(w)), None)
+        next((w for w in prop.split() if NATIONALITY.fullmatch(w)), None)
     if wanted is None:
         return None
     values = {option: value_of(option, what, evidence) for option in (a, b)}

@@ -36,7 +36,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
-         "choose.shared_value", "choose.both_not", "draft.yes_no_sentence"}
+         "choose.shared_value", "choose.both_not", "draft.yes_no_sentence",
+         "choose.asked_nationality"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1373,3 +1374,21 @@ def test_a_question_that_offers_options_keeps_them():
     assert question_named("Which policy favours those who suffer or have suffered from "
                           "discrimination, of which the Eagles is a form?", options) == ["Eagles"]
     assert question_named("Was the singer of it a democrat or a republican?", options) == []
+
+
+POET_CORPUS = LocalCorpus.from_texts({
+    "p.txt": "Patti Smith is an American singer-songwriter and poet. Her poetry collection "
+             "Early Work appeared in 1994.",
+})
+
+
+def test_a_nationality_question_swaps_the_drafts_nationality_word():
+    # HaluEval extra tuning item 200: "Patti Smith" was the slot, so "American", chosen in
+    # both orders, was held back by `choose.own_stated` (the evidence names the singer)
+    question = "What is the nationality of the singer who wrote the poetry collection Early Work?"
+    fixed, _ = _answer(POET_CORPUS, question, "Patti Smith is Irish-American.", "American")
+    assert fixed.answer == "Patti Smith is American."
+    assert fixed.trace.ruled("choose.asked_nationality")
+    off, _ = _answer(POET_CORPUS, question, "Patti Smith is Irish-American.", "American",
+                     **{"choose.asked_nationality": False})
+    assert off.answer == "Patti Smith is Irish-American."

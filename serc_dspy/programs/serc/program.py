@@ -361,7 +361,7 @@ class SERC(TracedProgram):
             return None
         if needs_cold_start(received):
             return "draft.short_claim" if run.on("draft.short_claim") else None
-        if run.on("draft.answer_sentence") and answer_sentence(question, received):
+        if run.on("draft.answer_sentence") and answer_sentence(question, received, run.on):
             return "draft.answer_sentence"
         if run.on("draft.shared_sentence") and run.on("choose.shared_value") and \
                 one_sentence(received) and shared_question(question):
