@@ -64,6 +64,13 @@ _HOW_MUCH = r"how (?:many|much|long|old|far|tall|big|large)"
 "... earned how much money?")."""
 
 
+_COUNT = (r"\bwhat (?:[\w-]+ ){0,3}?(?:population|percentage)\b|"
+          r"\bpopulation\b[^,?]*\b(?:was|is|of) what\?$")
+"""A count asked by its noun: "what is the approximate population of ...", "a town with a
+population of what?", "whose population at the 2010 census was what?", "what percentage".
+"""
+
+
 def question_kind(question: str) -> str:
     """What kind of value answers a question, from its words: a comparison between two
     named options ("... first, A or B?", "Are both ...?"), a date, a number, a place, a
@@ -78,8 +85,8 @@ def question_kind(question: str) -> str:
                 r"(?:year|decade))\b", q) or re.search(r"\b(?:in|on|what|which) (?:year|decade|"
                                                         r"date|month|century)\b[^,]*\?$", q):
         return "date"  # "..., released in what year?", "born on which date?" ask a date too
-    if re.search(rf"^{_HOW_MUCH}\b|\b{_HOW_MUCH}\b[^,]*\?$", q):  # "... earned how much money?"
-        return "number"
+    if re.search(rf"^{_HOW_MUCH}\b|\b{_HOW_MUCH}\b[^,]*\?$", q) or re.search(_COUNT, q):
+        return "number"  # "... earned how much money?", "... whose population was what?"
     if re.match(r"^(?:where|in (?:what|which) (?:city|country|state|town|county|place)|"
                 r"what (?:city|country|state|town|county|place))\b", q) or \
             re.search(r"\b(?:what|which) (?:city|country|state|town|county)\b[^,]*\?$", q):

@@ -26,8 +26,9 @@ EITHER_WORDS = 6
 """Words at most in each option of "Which ..., A or B?" (`either_question`)."""
 # the scales a comparison ranks on, each way: the words that tell which way an answer words it
 EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before)\b", re.IGNORECASE)
-LATER = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more recent(?:ly)?)"
-                    r"\b", re.IGNORECASE)
+LATER = re.compile(r"\b(?:later|latest|last|second|younger|youngest|newer|newest|"
+                   r"more recent(?:ly)?)\b", re.IGNORECASE)
+"""("... released second, A or B?": of two, the later one)"""
 MORE = re.compile(r"\b(?:more|larger|bigger|higher|longer|taller|greater)\b", re.IGNORECASE)
 FEWER = re.compile(r"\b(?:fewer|less|smaller|lower|shorter)\b", re.IGNORECASE)
 RELATIVE = re.compile(r"\b(?:closer|nearer|farther|further|[a-z]{3,}er\s+than)\b",

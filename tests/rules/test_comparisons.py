@@ -68,6 +68,11 @@ def test_a_date_comparison_reads_each_options_first_year_where_its_name_is_spelt
                  "Lydia Davis (born July 15, 1947) is an American writer.")
     assert decided(compare_by_dates, "Who was born first, Martin Heidegger or Lydia Davis?",
                    glued) == "Martin Heidegger"
+    # of two, the one released second is the later (multi-turn tuning item 421)
+    films = said("Charley and the Angel is a 1973 Disney family film.",
+                 "Planes is a 2013 American computer-animated sports comedy film.")
+    assert decided(compare_by_dates, "Which was released second, Charley and the Angel or "
+                   "Planes?", films) == "Planes"
 
 
 def test_a_comparison_of_counts_reads_the_number_before_the_counted_noun():
