@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from serc_dspy.core.text import normalise
+from serc_dspy.rules.places import place_kinds
 from serc_dspy.rules.words import TITLES
 
 
@@ -21,6 +22,10 @@ _NICKNAME = re.compile(r"^(?P<given>.*?\S)\s+[\"\u201c](?P<nick>[^\"\u201d]+)[\"
 """A name with its nickname quoted inside it: Jacob "Jack" Kevorkian."""
 
 
+_LOCATED = re.compile(r"^(?P<place>[A-Z][^,]*?),\s+(?P<within>[A-Z][^,]*)$")
+"""A place with the state or country it lies in: "Albuquerque, New Mexico"."""
+
+
 _TITLED = re.compile(rf"^(?i:{'|'.join(TITLES)})\.?\s+(?P<name>\S+(?:\s+\S+)+)$")
 """A person's name after a title, of two words at least: "Sir Francis Nethersole"."""
 
@@ -32,11 +37,16 @@ def right_forms(right: str) -> list[str]:
     and, for a name with
     a quoted nickname (Jacob "Jack" Kevorkian: 7 of the 500 right answers of qa_dev and the
     extra tuning questions), the name without the nickname (Jacob Kevorkian) or with the
-    nickname as its given name (Jack Kevorkian)."""
+    nickname as its given name (Jack Kevorkian); for a place given with the state or country
+    it lies in, as the gazetteers know them (7 of the 844 extra and multi-turn tuning right
+    answers: "Albuquerque, New Mexico"), the place alone ("formed in Albuquerque")."""
     forms = [right]
     bare = re.match(r"(?:the|a|an)\s+(\S.*)$", " ".join(right.split()))
     if bare:  # "the Desert Fox" is stated by "Desert Fox" (a capital "The" is the name's)
         forms.append(bare.group(1))
+    located = _LOCATED.match(" ".join(right.split()))
+    if located and place_kinds(located.group("within")) & {"state", "country"}:
+        forms.append(located.group("place"))  # "Albuquerque" states "Albuquerque, New Mexico"
     titled = _TITLED.match(" ".join(right.split()))
     if titled:  # "Sir Francis Nethersole" is stated by "Francis Nethersole"
         forms.append(titled.group("name"))

@@ -332,6 +332,11 @@ def test_halueval_matching_is_by_whole_words_and_ignores_plurals_and_hyphens():
     assert halueval_outcome("He was known as Desert Fox.", "the Desert Fox", "Black Panther")[
         "fixed"]
     assert not halueval_outcome("Producers of it.", "The Producers", "Cats")["right"]
+    # a place given with its state is stated by the place alone (multi-turn tuning item 188);
+    # a list of places is no place with its state
+    assert halueval_outcome("The band formed in Albuquerque.", "Albuquerque, New Mexico",
+                            "The band formed in New York.")["fixed"]
+    assert not halueval_outcome("It was in Sweden.", "Sweden, Finland, and Norway", "X")["right"]
 
 
 def test_halueval_knowledge_is_split_where_its_paragraphs_were_glued():
