@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 
 from serc_dspy.core.text import normalise, split_sentences
-from serc_dspy.rules.answers import ANSWER_SENTENCE_WORDS, WANTED, one_sentence
+from serc_dspy.rules.answers import (
+    _FINITE,
+    ANSWER_SENTENCE_WORDS,
+    SHORT_PHRASE_WORDS,
+    WANTED,
+    one_sentence,
+)
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.shared import shared_question
@@ -33,6 +39,11 @@ _AMOUNT_WORDS = re.compile(r"\b(?:" + "|".join(_NUMBER_WORDS) + r"|dozens?|hundr
                            re.IGNORECASE)
 """Number words a sentence may state its count in ("a trillion dollars", "Ten weeks.": a
 capitalised one is read as a name's first word by `spans`)."""
+_COMMON_TYPE = re.compile(r"\b(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:genres?|types?|kinds?|sorts?|"
+                          r"professions?|occupations?|positions?|sports?|roles?|styles?)\b",
+                          re.IGNORECASE)
+"""The types a question asks for whose values are common nouns ("Which genre ...?": rock),
+which `draft.no_name` does not read as names."""
 SAYS_MORE_KINDS = ("person", "place", "date", "number")
 """The question kinds whose answer slot is a value of the asked kind, so that its support
 says the asked value is right. Another question's slot may be any name in the draft ("Judy
@@ -135,6 +146,19 @@ register(
          "denials, and none of the right answers do)", english_only=True,
          thresholds={"no_value_words": NO_VALUE_WORDS},
          found_on="HaluEval multi-turn tuning drafts 52, 74, 78"),
+    Rule("draft.no_name", "a one-sentence draft of `no_value_words` words or more to a "
+         "question of no kind the rules type (\"In what show ...?\", \"Which court case "
+         "...?\"), naming no two options, asking for no shared value and no common-noun type "
+         "(genre, type, kind, profession, position, sport, role, style), that states no name, "
+         "number or date beyond the question's own (\"... for her performance in a popular "
+         "romantic comedy series.\") answers nothing: it is replaced by an answer grounded in "
+         "the question's passages, as `draft.no_value` does for the typed kinds; where that "
+         "answer refuses, denies or states no name, number or date either, the draft is kept",
+         "such a sentence gives the slot checks nothing to choose against, and they kept it "
+         "(59 of the 874 HaluEval tuning drafts, 44 of them where the right answer is a name, "
+         "and none of the right answers)", english_only=True,
+         thresholds={"no_value_words": NO_VALUE_WORDS},
+         found_on="HaluEval multi-turn tuning drafts 54, 269, 274"),
     Rule("draft.cold_start", "the model's own first answer, a refusal or under 50 characters "
          "of text, is replaced by an answer grounded in the question's passages before it is "
          "decoded (off: it is decoded as it stands)", "the paper's source dropout: too short an "
@@ -203,6 +227,35 @@ _KIND_OF = re.compile(r"\b(?:an?)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 """An indefinite article before a capitalised word makes it a kind of thing, not someone's
 name: "is an Ohioan", "starred an Irish actor" (multi-turn tuning drafts 272 and 49 named no
 one); "the" does not ("the American Chemical Society")."""
+
+
+_A_KIND_OF = re.compile(r"\b(?:a|an)\s+(?:[a-z]+\s+)?$")
+"""`_KIND_OF` in lower case (a title may open on "A": "A Mother's Gift"), for one word: "a
+British publisher" names a kind, "a Nobel Prize" a prize."""
+_WH_THING = re.compile(r"\b(?:what|which)\b", re.IGNORECASE)
+"""A question that asks for a thing: "Tell me a bio of ..." asks for no one value."""
+
+
+def states_no_name(question: str, draft: str) -> bool:
+    """`draft.no_name`: whether a one-sentence draft of `NO_VALUE_WORDS` words or more, to a
+    question of no kind `question_kind` knows ("In what show ...?", "Which court case ...?")
+    that names no two options, asks for no shared value and no common-noun type ("Which
+    genre ...?"), states no name, number or date that the question does not name itself:
+    "... for her performance in a popular romantic comedy series." (a capitalised word after
+    "a" or "an" is a kind: "a British publisher")."""
+    text = " ".join((draft or "").split())
+    if question_kind(question) != "other" or not _WH_THING.search(question) or \
+            not one_sentence(text) or \
+            len(text.split()) < NO_VALUE_WORDS or comparison_options(question) or \
+            shared_question(question) or _COMMON_TYPE.search(question) or \
+            _AMOUNT_WORDS.search(text) or \
+            len(text.split()) <= SHORT_PHRASE_WORDS and not _FINITE.search(text):
+        return False  # (a short phrase with no verb is a value of a sort: "oil of vitriol")
+    asked = f" {normalise(question, fold=True)} "
+    return not any(s.kind in ("name", "number", "date", "year") and
+                   f" {normalise(s.text, fold=True)} " not in asked and
+                   not (_A_KIND_OF.search(text[:s.start]) and " " not in s.text)
+                   for s in spans(text))
 
 
 def states_no_value(question: str, draft: str) -> bool:

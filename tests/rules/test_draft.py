@@ -7,12 +7,12 @@ from test_choice import pick
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
-from serc_dspy.rules.draft import denies_premise, says_more, states_no_value
+from serc_dspy.rules.draft import denies_premise, says_more, states_no_name, states_no_value
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
          "draft.cold_start", "draft.no_info", "draft.shared_sentence",
-         "draft.denies_premise", "draft.no_value"}
+         "draft.denies_premise", "draft.no_value", "draft.no_name"}
 QUIET = set(FIRES)
 
 
@@ -284,3 +284,37 @@ def test_a_reading_in_no_passage_or_the_rule_off_leaves_the_draft_to_the_prose_p
     assert not any("read as" in e.message for e in failed.trace.events)
     off, calls = _film("Salaam Bombay", **{"draft.read_sentence": False})
     assert "ReadAnswer" not in calls and not off.trace.ruled("draft.read_sentence")
+
+
+def test_a_sentence_naming_nothing_to_a_what_question_is_answered_from_the_passages():
+    # HaluEval multi-turn tuning draft 54: "In what show ...?" answered "... in a popular
+    # romantic comedy series.", which named no show for the checks to choose against
+    question = "In what show did the physicist who won two Nobel Prizes appear?"
+    empty = "The physicist appeared in a popular documentary series about science."
+    assert states_no_name(question, empty)
+    trace = run(draft=empty, question=question)
+    ruling = trace.ruled("draft.no_name", "answer")[0]
+    assert ruling.before == empty and trace.cold_start and trace.received != empty
+    # a grounded answer that names nothing either keeps the caller's draft
+    kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
+        "answer": "The physicist appeared in a series."})
+    assert not kept.ruled("draft.no_name") and kept.received == empty
+    off = run(draft=empty, question=question, program=SERC(
+        retriever=CountingRetriever(), rules={"draft.no_name": False}))
+    assert not off.ruled("draft.no_name") and not off.cold_start
+
+
+def test_what_a_sentence_to_a_what_question_names():
+    show = "In what show did Cynthia Nixon win the 2004 Emmy Award?"
+    assert states_no_name(show, "Cynthia Nixon won the 2004 Emmy Award for a popular comedy.")
+    assert not states_no_name(show, "Cynthia Nixon won the 2004 Emmy for Sex and the City.")
+    # a kind is no name; a title may open on "A"
+    assert states_no_name(show, "Cynthia Nixon won it for a British comedy series.")
+    assert not states_no_name("What novel is dedicated to Lynne Spears?", "A Mother's Gift")
+    # a short phrase with no verb is a value of a sort; a common-noun type, a shared value
+    # and the typed kinds (`draft.no_value`) are asked otherwise
+    assert not states_no_name("What is the historical name of the acid?", "oil of vitriol")
+    assert not states_no_name("What genre is the band?", "The band plays very loud music.")
+    assert not states_no_name("What profession do Nicholas Ray and Elia Kazan have in "
+                              "common?", "They were both known for their own styles.")
+    assert not states_no_name("Who wrote the song?", "The song was written by a local band.")

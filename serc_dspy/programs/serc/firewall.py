@@ -13,7 +13,7 @@ from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
 from serc_dspy.rules.asked import echoes_question
-from serc_dspy.rules.draft import denies_premise, states_no_value
+from serc_dspy.rules.draft import denies_premise, states_no_name, states_no_value
 from serc_dspy.rules.names import (
     ASKED_ANSWER_MIN_SENTENCES,
     asks_for_answer_entity,
@@ -82,12 +82,14 @@ class EntityFirewall(Stage):
 
     async def passage_answer(self, run: Run, question: str, draft: str, context: Any
                              ) -> tuple[str, str] | None:
-        """`draft.denies_premise`, `draft.no_value`: (the rule, the answer grounded in the
-        question's passages) that replaces a draft denying the question's premise or stating
-        no value of the asked kind; None (the draft stays) where neither rule applies, no
-        passage came back, or the grounded answer refuses, denies or states no value too."""
+        """`draft.denies_premise`, `draft.no_value`, `draft.no_name`: (the rule, the answer
+        grounded in the question's passages) that replaces a draft denying the question's
+        premise or stating no value of the asked kind; None (the draft stays) where no rule
+        applies, no passage came back, or the grounded answer refuses, denies or states no
+        value too."""
         rule = next((r for r, says_nothing in (("draft.denies_premise", denies_premise),
-                                               ("draft.no_value", states_no_value))
+                                               ("draft.no_value", states_no_value),
+                                               ("draft.no_name", states_no_name))
                      if run.on(r) and says_nothing(question, draft)), None)
         if rule is None:
             return None
@@ -96,7 +98,7 @@ class EntityFirewall(Stage):
             return None
         grounded = await self.grounded_answer(run, question, passages, draft)
         if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded) or \
-                states_no_value(question, grounded):
+                states_no_value(question, grounded) or states_no_name(question, grounded):
             run.log("align", f"{rule}: the grounded answer failed, refused, denied or stated "
                     "no value of the asked kind too: kept the draft", "fallback")
             return None
