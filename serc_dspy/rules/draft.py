@@ -229,6 +229,11 @@ name: "is an Ohioan", "starred an Irish actor" (multi-turn tuning drafts 272 and
 one); "the" does not ("the American Chemical Society")."""
 
 
+SAYS_NOTHING = {"draft.denies_premise": "the draft only denies the question's premise",
+                "draft.no_value": "the draft states no value of the kind the question asks for",
+                "draft.no_name": "the draft states no name, number or date beyond the "
+                                 "question's own"}
+"""Why each rule replaced a draft with an answer grounded in the question's passages."""
 _A_KIND_OF = re.compile(r"\b(?:a|an)\s+(?:[a-z]+\s+)?$")
 """`_KIND_OF` in lower case (a title may open on "A": "A Mother's Gift"), for one word: "a
 British publisher" names a kind, "a Nobel Prize" a prize."""

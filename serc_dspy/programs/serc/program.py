@@ -41,7 +41,7 @@ from serc_dspy.programs.serc.short_answers import MAX_SENTENCES
 from serc_dspy.retrieval.base import RetrievalError
 from serc_dspy.rules import RuleSet, language_of
 from serc_dspy.rules.answers import answer_sentence, one_sentence
-from serc_dspy.rules.draft import answer_claim, says_more
+from serc_dspy.rules.draft import SAYS_NOTHING, answer_claim, says_more
 from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.reading import reading_span, sentence_slot
 from serc_dspy.rules.shared import shared_question
@@ -248,10 +248,8 @@ class SERC(TracedProgram):
         replaced = await self.entities.passage_answer(run, question, received, context)
         if replaced is not None:
             rule, grounded = replaced
-            run.rule(rule, "answer", before=received, after=grounded, detail=(
-                "the draft only denies the question's premise" if rule == "draft.denies_premise"
-                else "the draft states no value of the kind the question asks for") +
-                ": answered from the question's passages")
+            run.rule(rule, "answer", before=received, after=grounded,
+                     detail=SAYS_NOTHING[rule] + ": answered from the question's passages")
             trace.cold_start, received = True, grounded
         one_claim = not trace.cold_start and (self.one_claim(run, question, received) or
                                               await self.read_sentence(run, question,
