@@ -147,11 +147,7 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     clause = bool(_FINITE.search(whole))  # "Polaris is based in Michigan": no one value
     if found and (kind in ("date", "number") or len(whole.split()) > SHORT_PHRASE_WORDS or
                   clause or _restates(question, sentence)):
-        start = found[0].start
-        if found[0].kind == "number" and (bound := _BOUND.search(sentence[:start])):
-            start = bound.start()  # "over 7,000": a swap to "6,960" drops the "over"
-        return [Slot(kind=found[0].kind, text=sentence[start:found[0].start + len(
-            found[0].text)], start=start)]
+        return [Slot(kind=found[0].kind, text=found[0].text, start=found[0].start)]
     other = sorted(answer_spans(question, sentence, lambda s: True),  # a name before a role:
                    key=lambda s: s.kind == "role")  # '"Family Guy" was the show that ...'
     title = _title(whole)
@@ -168,10 +164,6 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     return []
 
 
-_BOUND = re.compile(r"\b(?:over|under|above|below|nearly|almost|more than|less than|fewer "
-                    r"than|at least|at most|up to)\s+$", re.IGNORECASE)
-"""A bound before a number ("over 7,000"): part of the number slot, so that a value the
-evidence states replaces the bound with the number (not "over 6,960" for 6,960)."""
 _LOCATIVE = re.compile(r"\b(?:in|on|at|from|near)\s+(?:the\s+)?$", re.IGNORECASE)
 """The word before a name that makes it where something is or was."""
 _FINITE = re.compile(r"\b(?:is|are|was|were|has|have|had|been|[a-z]{3,}ed)\b")

@@ -158,17 +158,3 @@ def test_a_name_the_question_does_not_give_is_the_slot_before_a_role():
     asked = "What profession do Alexandre Rockwell and Jim Jarmusch share?"
     slot, = answer_slots(asked, "Jim Jarmusch was a director.")
     assert (slot.kind, slot.text) == ("role", "director")
-
-
-def test_a_bound_before_the_answers_number_is_part_of_its_slot():
-    # HaluEval tuning drafts (multi-turn 183, extra 153): "over 7,000" and "Less than 7,000"
-    # became "over 6,960" and "Less than 6,960", bounds the evidence's count does not state
-    question = "At the 2011 census, what was the population of the city where she was born?"
-    draft = "She was born in a city that had a population of over 7,000 in 2011."
-    slot, = answer_slots(question, draft)
-    assert slot.text == "over 7,000" and draft[slot.start:].startswith("over 7,000")
-    assert [s.text for s in answer_slots(question, "Less than 7,000 people.")] == \
-        ["Less than 7,000"]
-    # an approximation stays outside: "about 6,960" is still true
-    assert [s.text for s in answer_slots(question, "About 7,000 people live there.")] == \
-        ["7,000"]
