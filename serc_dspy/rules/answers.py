@@ -10,7 +10,7 @@ import unicodedata
 from serc_dspy.core.text import normalise, split_sentences
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
-from serc_dspy.rules.nationalities import asks_nationality, is_nationality, nationality_words
+from serc_dspy.rules.nationalities import asks_nationality, is_nationality, stated_nationalities
 from serc_dspy.rules.people import asked_gender, full_name, opens_person_name, other_gender
 from serc_dspy.rules.places import asked_place, is_asked_place
 from serc_dspy.rules.questions import closes_with, head_noun, question_kind, titled
@@ -127,12 +127,10 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
         return named
     if kind == "yes/no":
         return []  # "yes" or "no" is in no passage: nothing to choose from the evidence
-    if on("choose.asked_nationality") and asks_nationality(question):
-        asked = f" {normalise(question, fold=True)} "  # "Jauja is a Spanish drama.": Spanish
-        stated = [(word, at) for word, at in nationality_words(sentence)
-                  if f" {normalise(word, fold=True)} " not in asked]
-        if stated:
-            return [Slot(kind="name", text=stated[-1][0], start=stated[-1][1])]
+    if on("choose.asked_nationality") and asks_nationality(question) and \
+            (stated := stated_nationalities(question, sentence)):
+        word, at = stated[-1]  # "Jauja is a Spanish drama.": Spanish
+        return [Slot(kind="name", text=word, start=at)]
     noun = titled(question) if on("choose.asked_type") else ""
     closing = answer_spans(question, sentence, lambda s: s.kind == "name" and
                            closes_with(s.text, noun)) if noun else []
@@ -206,9 +204,8 @@ def answer_sentence(question: str, draft: str, on: RuleSwitch = _every_rule) -> 
         return bool(re.match(r"\W*(?:yes|no)\b", text, re.IGNORECASE))
     wanted, noun = WANTED.get(kind, ()), titled(question)
     asked = f" {normalise(question, fold=True)} "
-    if on("choose.asked_nationality") and asks_nationality(question) and any(
-            f" {normalise(word, fold=True)} " not in asked
-            for word, _ in nationality_words(text)):
+    if on("choose.asked_nationality") and asks_nationality(question) and \
+            stated_nationalities(question, text):
         return True
     return any((s.kind in wanted or noun and s.kind == "name" and closes_with(s.text, noun))
                and f" {normalise(s.text, fold=True)} " not in asked for s in spans(text))

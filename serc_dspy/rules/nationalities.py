@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from serc_dspy.core.text import normalise
 from serc_dspy.rules.people import opens_person_name
 
 NATIONALITY = re.compile(r"[A-Z][a-z]+(?:an|ese|ish|ch|ic|i)")
@@ -34,3 +35,12 @@ def asks_nationality(question: str) -> bool:
 def nationality_words(text: str) -> list[tuple[str, int]]:
     """The nationality words of a text with their offsets, in order."""
     return [(m.group(0), m.start()) for m in _WORD.finditer(text) if is_nationality(m.group(0))]
+
+
+def stated_nationalities(question: str, text: str) -> list[tuple[str, int]]:
+    """The nationality words of a text that the question does not name, with their offsets:
+    what a draft answers a question of nationality with ("What nationality was the American
+    poet's wife?" answered "The American poet's wife was British.": British)."""
+    asked = f" {normalise(question, fold=True)} "
+    return [(word, at) for word, at in nationality_words(text)
+            if f" {normalise(word, fold=True)} " not in asked]
