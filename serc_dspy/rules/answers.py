@@ -29,6 +29,7 @@ from serc_dspy.rules.slots import (
 )
 from serc_dspy.rules.titles import is_quoted_title, quoted, quoted_titles, titled_value
 from serc_dspy.rules.two_options import (
+    answers_no_option,
     comparison_options,
     evidence_form,
     option_ends,
@@ -123,6 +124,9 @@ def answer_slots(question: str, sentence: str, on: RuleSwitch = _every_rule) -> 
     itself, without its final stop."""
     kind = question_kind(question)
     wanted = WANTED.get(kind, ())
+    if kind == "comparison" and on("choose.no_option") and answers_no_option(question, sentence):
+        whole = sentence.strip()  # no option to swap: the whole answer is the slot
+        return [Slot(kind="sentence", text=whole, start=sentence.find(whole))]
     if kind == "comparison" and (named := option_slot(question, sentence)) is not None:
         return named
     if kind == "yes/no":

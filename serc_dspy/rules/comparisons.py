@@ -66,6 +66,15 @@ register(
          "\"more\" of something; counted, not read)",
          english_only=True, found_on="no tuning item: none of the 4 tuning comparisons "
          "compares amounts"),
+    Rule("choose.no_option", "a short answer to a comparison that names neither option (\"It "
+         "is unclear which was released second.\") or both without ranking them (\"A and B "
+         "are the same age.\") is one slot, the whole answer, which the option the evidence's "
+         "dates or amounts decide replaces (`choose.compare`, `choose.compare_amounts`); "
+         "undecided, it stays unverified", "such an answer had no option to swap: it stayed "
+         "unverified whatever the evidence's dates said", english_only=True,
+         found_on="HaluEval extra and multi-turn tuning drafts of comparison questions "
+         "(\"It is unclear which was released second.\", \"Vincent Walker and David Usher "
+         "are the same age.\")"),
     Rule("choose.stated_option", "a short answer to a question of which of two named options "
          "a statement holds for (\"Which documentary is about Finnish rock groups, A or B?\", "
          "\"Is A or B the largest private hospital in Washington?\"), where no date or amount "

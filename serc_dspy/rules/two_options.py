@@ -128,6 +128,19 @@ def option_slot(question: str, sentence: str) -> list[Slot] | None:
     return None
 
 
+def answers_no_option(question: str, sentence: str) -> bool:
+    """Whether a comparison answer names neither of the question's options ("It is unclear
+    which was released second.") or both without ranking them ("A and B are the same age."):
+    it gives no option as the answer (`choose.no_option`)."""
+    options = comparison_options(question)
+    named = [o for o in options if any(_count(sentence, end) for end in option_ends(o)) or
+             mentions(sentence, o)]  # "Firs" names the genus Fir
+    if not named and len({o.split()[-1] for o in options}) == 2:  # "... than Elytis"; not
+        named = [o for o in options if names_option(sentence, o)]  # two "... Center"s
+    return bool(options) and bool(sentence.strip()) and (
+        not named or len(named) == 2 and not _compares(without_options(sentence, options)))
+
+
 def _compares(text: str) -> bool:
     """Whether a sentence ranks two things ("than", "older", "more", "first")."""
     return bool(re.search(r"\bthan\b", text, re.IGNORECASE)) or any(

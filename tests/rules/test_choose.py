@@ -37,7 +37,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
          "choose.shared_value", "choose.both_not", "draft.yes_no_sentence",
-         "choose.asked_nationality"}
+         "choose.asked_nationality", "choose.no_option"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "

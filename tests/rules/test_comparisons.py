@@ -14,7 +14,7 @@ from serc_dspy.rules.comparisons import (
     stated_option,
 )
 from serc_dspy.rules.slots import EvidenceSentence
-from serc_dspy.rules.two_options import comparison_options, option_slot
+from serc_dspy.rules.two_options import answers_no_option, comparison_options, option_slot
 
 
 def said(*texts):
@@ -141,6 +141,43 @@ def test_a_count_comparison_answer_is_corrected_with_no_choice_call():
     off, _ = short(question, "Fagus", pick("Quercus"), retriever=CORPUS,
                    rules={"choose.compare_amounts": False})
     assert off.answer == "Fagus" and not off.trace.ruled("choose.compare_amounts")
+
+
+def test_an_answer_that_gives_no_option_is_told_from_one_that_gives_one():
+    # HaluEval multi-turn tuning drafts: "It is unclear which was released second.", "Vincent
+    # Walker and David Usher are the same age."
+    question = "Who was born first, Odysseas Elytis or Cornel West?"
+    assert answers_no_option(question, "It is unclear who was born first.")
+    assert answers_no_option(question, "Cornel West and Odysseas Elytis are the same age.")
+    assert not answers_no_option(question, "Cornel West was born first.")
+    assert not answers_no_option(question, "Cornel West is younger than Elytis.")
+    assert not answers_no_option(question, "Elytis")  # an option's last word names it
+    assert not answers_no_option("Which genus has more species, Fir or Chelone?", "Firs")
+    # two options ending on one word: "Center" alone names neither
+    hospitals = ("Is Children's National Medical Center or MedStar Washington Hospital Center "
+                 "the largest private hospital in Washington, D.C.?")
+    assert not answers_no_option(hospitals, "MedStar Washington Hospital Center")
+    assert answers_no_option(hospitals, "The Center has top rank.")
+    assert not answers_no_option("Who wrote Ulysses?", "Nobody knows.")  # no options
+
+
+def test_an_answer_giving_no_option_becomes_the_option_the_dates_decide():
+    question = "Which was released second, Charley and the Angel or Planes?"
+    films = LocalCorpus.from_texts({
+        "charley.txt": "Charley and the Angel is a 1973 Disney family comedy film.",
+        "planes.txt": "Planes is a 2013 American computer-animated sports comedy film.",
+    })
+    draft = "It is unclear which was released second."
+    fixed, engine = short(question, draft, pick("Planes"), retriever=films)
+    assert fixed.answer == "Planes"
+    assert fixed.trace.ruled("choose.no_option") and fixed.trace.ruled("choose.compare")
+    assert not engine.of("ChooseValue")  # the dates decided it, not the model
+    off, _ = short(question, draft, pick("Planes"), retriever=films,
+                   rules={"choose.no_option": False})
+    assert off.answer == draft and not off.trace.ruled("choose.no_option")
+    # an answer naming one option is decided as before, with no such ruling
+    named, _ = short(question, "Charley and the Angel", pick("Planes"), retriever=films)
+    assert named.answer == "Planes" and not named.trace.ruled("choose.no_option")
 
 
 def test_a_statements_option_is_the_one_whose_own_passage_states_more_of_the_question():

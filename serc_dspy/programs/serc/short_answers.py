@@ -113,6 +113,10 @@ class ShortAnswers:
                     candidates = [c for c in candidates if c.value not in named]
                 if question_kind(question) == "comparison" and any(map(run.on, COMPARING)):
                     slot.candidates = candidates
+                    if slot.kind == "sentence":  # `answer_slots`: it names no one option
+                        run.rule("choose.no_option", fact.id, before=slot.text, detail="the "
+                                 "answer gives neither option: the one the evidence decides "
+                                 "replaces it")
                     decided = compare_slot(question, slot, evidence, run.on, sentence)
                     if decided is not None:
                         run.rule(decided[0], fact.id, before=slot.text, after=decided[1],
