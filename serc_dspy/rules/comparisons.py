@@ -170,6 +170,33 @@ def _amount_of(sentences, noun: str) -> float | None:
     return None
 
 
+_LINEUP = re.compile(r"\b(?:(?:consists?|consisted|composed|made\s+up|comprised)\s+of|"
+                     r"comprises|comprising|featuring|line-?up\s+(?:of|is|was))\s+",
+                     re.IGNORECASE)
+"""The words before a band's members ("The band consists of ...", "featuring ...")."""
+
+
+def _lineup(sentences: list[str]) -> float | None:
+    """The members a sentence lists after `_LINEUP`: the number that opens the list ("featuring
+    four musicians"), else its names counted, their roles in brackets aside ("consists of Matt
+    Bellamy (vocals), Chris Wolstenholme (bass) and Dominic Howard (drums)": 3); None where
+    no sentence lists members, or an item of the list is no name."""
+    for sentence in sentences:
+        opening = _LINEUP.search(sentence)
+        if not opening:
+            continue
+        listed = sentence[opening.end():]
+        number = _NUMBER.match(listed)
+        if number and not _YEAR.fullmatch(number.group(0)):
+            return _amount(number)
+        listed = re.sub(r"\([^)]*\)", " ", listed).split(":")[-1].strip(" .")
+        items = [i.strip() for i in re.split(r",\s*(?:and\s+)?|\s+and\s+", listed) if i.strip()]
+        if len(items) > 1 and all(i[:1].isupper() for i in items):
+            return float(len(items))
+        return None
+    return None
+
+
 def compare_by_amounts(question: str, options: list[str],
                        evidence: list[EvidenceSentence]) -> str | None:
     """The option a comparison of counts or lengths picks by the evidence's amounts (the first
@@ -188,17 +215,21 @@ def compare_by_amounts(question: str, options: list[str],
         else measured
     amounts = [_amount_of(_own_sentences(option, rival, evidence), noun)
                for option, rival in (options, options[::-1])]
+    if stem(noun.lower().rstrip("s")) == stem("member"):  # "The band consists of A, B and C.": 3
+        amounts = [amount if amount is not None else _lineup(_own_paragraph(
+            option, rival, evidence)) for amount, (option, rival) in
+            zip(amounts, (options, options[::-1]), strict=True)]
     if None in amounts or amounts[0] == amounts[1]:
         return None
     return options[amounts.index(pick(amounts))]
 
 
-def _said_of(option: str, rival: str, evidence: list[EvidenceSentence]) -> set[str]:
-    """The content stems of what the evidence says of an option: each sentence that names it
-    and not the rival, and the sentences after it in its passage that open on a function word
-    ("It is a documentary of three Finnish rock groups ..."), up to one that names something
-    else or the rival. Knowledge sources pack several paragraphs into one passage, so a
-    passage is no option's own."""
+def _own_paragraph(option: str, rival: str, evidence: list[EvidenceSentence]) -> list[str]:
+    """What the evidence says of an option: each sentence that names it and not the rival,
+    and the sentences after it in its passage that open on a function word ("It is a
+    documentary of three Finnish rock groups ...", "The band consists of ..."), up to one that
+    names something else or the rival. Knowledge sources pack several paragraphs into one
+    passage, so a passage is no option's own."""
     said: list[str] = []
     following = False
     for k, s in enumerate(evidence):
@@ -210,7 +241,13 @@ def _said_of(option: str, rival: str, evidence: list[EvidenceSentence]) -> set[s
             following = True
         if following:
             said.append(s.text)
-    return set().union(*(content_stems(text) for text in said))
+    return said
+
+
+def _said_of(option: str, rival: str, evidence: list[EvidenceSentence]) -> set[str]:
+    """The content stems of what the evidence says of an option (`_own_paragraph`)."""
+    return set().union(*(content_stems(text) for text in _own_paragraph(option, rival,
+                                                                        evidence)))
 
 
 def stated_option(question: str, options: list[str],

@@ -94,6 +94,29 @@ def test_a_comparison_of_counts_reads_the_number_before_the_counted_noun():
                    firs) == "Fir"
 
 
+def test_a_comparison_of_members_counts_the_names_a_band_lists():
+    # HaluEval extra tuning item 195: no number counts either band's members
+    evidence = [EvidenceSentence(text=t, passage=p, offset=0) for t, p in (
+        ("Muse are an English rock band from Teignmouth, Devon, formed in 1994.", 0),
+        ("The band consists of Matt Bellamy (lead vocals, guitar), Chris Wolstenholme (bass "
+         "guitar, backing vocals) and Dominic Howard (drums, percussion).", 0),
+        ("The Raconteurs is an American rock supergroup formed in Detroit, featuring four "
+         "musicians associated with earlier musical projects: Jack White (solo), Brendan "
+         "Benson (solo), Jack Lawrence (of The Greenhornes), and Patrick Keeler.", 1))]
+    question = "Which band has more members, Muse or The Raconteurs?"
+    assert decided(compare_by_amounts, question, evidence) == "The Raconteurs"
+    fewer = "Which band has fewer members, Muse or The Raconteurs?"
+    assert decided(compare_by_amounts, fewer, evidence) == "Muse"
+    # a band whose own sentences list no members is not counted: undecided
+    unnamed = evidence[:1] + [EvidenceSentence(text="The Raconteurs formed in Detroit.",
+                                               passage=1, offset=0)]
+    assert decided(compare_by_amounts, question, unnamed) is None
+    # a list of what is no name counts nothing
+    roles = said("Muse consists of guitars, drums and keyboards.",
+                 "The Raconteurs consists of Jack White and Brendan Benson.")
+    assert decided(compare_by_amounts, question, roles) is None
+
+
 def test_a_comparison_of_lengths_compares_metres_whatever_the_unit():
     evidence = said("The Singer Building rose 612 feet above Broadway.",
                     "The Woolworth Building is 241 m tall.")
