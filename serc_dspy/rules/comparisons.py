@@ -70,8 +70,9 @@ register(
          "is unclear which was released second.\") or both without ranking them (\"A and B "
          "are the same age.\") is one slot, the whole answer, which the option the evidence's "
          "dates or amounts decide replaces (`choose.compare`, `choose.compare_amounts`); "
-         "undecided, it stays unverified", "such an answer had no option to swap: it stayed "
-         "unverified whatever the evidence's dates said", english_only=True,
+         "undecided, it stays unverified; a part of a longer answer is none of its own ("
+         "\"Planes. It came out in 2013.\": unverified)", "such an answer had no option to "
+         "swap: it stayed unverified whatever the evidence's dates said", english_only=True,
          found_on="HaluEval extra and multi-turn tuning drafts of comparison questions "
          "(\"It is unclear which was released second.\", \"Vincent Walker and David Usher "
          "are the same age.\")"),

@@ -201,6 +201,17 @@ def test_an_answer_giving_no_option_becomes_the_option_the_dates_decide():
     # an answer naming one option is decided as before, with no such ruling
     named, _ = short(question, "Charley and the Angel", pick("Planes"), retriever=films)
     assert named.answer == "Planes" and not named.trace.ruled("choose.no_option")
+    # a part of a longer answer that names no option is no answer of its own: "Planes. It
+    # came out in 2013." keeps its second part, never "Planes. Planes"
+    parts, _ = short(question, "Planes. It came out in 2013.", pick("Planes"),
+                     retriever=films)
+    assert parts.answer == "Planes. It came out in 2013."
+    assert not parts.trace.ruled("choose.no_option")
+    # with the rule off too: its year is no option, and was once swapped for one ("It came
+    # out in Planes.")
+    off_parts, _ = short(question, "Planes. It came out in 2013.", pick("Planes"),
+                         retriever=films, rules={"choose.no_option": False})
+    assert off_parts.answer == "Planes. It came out in 2013."
 
 
 def test_a_statements_option_is_the_one_whose_own_passage_states_more_of_the_question():

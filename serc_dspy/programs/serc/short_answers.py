@@ -25,7 +25,7 @@ from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
 from serc_dspy.rules.shared import shared_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
-from serc_dspy.rules.two_options import either_question
+from serc_dspy.rules.two_options import answers_no_option, either_question
 from serc_dspy.rules.yesno import YES_NO
 from serc_dspy.runtime.steps import Run
 
@@ -55,6 +55,9 @@ class ShortAnswers:
             slot = sentence_slot(question, sentence, read) if read else None
             slots = [slot] if slot else ([] if shared_only else
                                          answer_slots(question, sentence, run.on))
+            if len(run.trace.sentences) > 1 and question_kind(question) == "comparison" and \
+                    answers_no_option(question, sentence):
+                slots = []  # "Planes. It came out in 2013.": its second part is no answer
             # "Are A and B both P?", "... of the same nationality?", "What do A and B have in
             # common?": the passages decide (the last whatever slot the answer has)
             readers = (() if slots else YES_NO) + (("choose.shared_value", shared_slot),)
