@@ -64,8 +64,9 @@ register(
          "unverified", "`choose.compare` read years only, and comparisons of counts and sizes "
          "were left unverified (3 of the 6 comparisons of HaluEval's report items 31-90 ask "
          "\"more\" of something; counted, not read)",
-         english_only=True, found_on="no tuning item: none of the 4 tuning comparisons "
-         "compares amounts (members counted from a band's list: extra tuning item 195)"),
+         english_only=True, found_on="first on no tuning item (none of the 4 tuning "
+         "comparisons then compared amounts); members counted from a band's list: extra "
+         "tuning item 195"),
     Rule("choose.no_option", "a short answer to a comparison that names neither option (\"It "
          "is unclear which was released second.\") or both without ranking them (\"A and B "
          "are the same age.\") is one slot, the whole answer, which the option the evidence's "
