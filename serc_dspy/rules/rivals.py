@@ -18,6 +18,7 @@ from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.frames import preceding_word
 from serc_dspy.rules.places import place_kinds
+from serc_dspy.rules.roles import said_of_subject
 from serc_dspy.rules.slots import EvidenceSentence, compatible, has_value, normal_form, spans
 from serc_dspy.rules.units import UNIT_WORDS, unit_of
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
@@ -408,7 +409,9 @@ def held_back(slot: Slot, fact: str, sentence: str, evidence: list[EvidenceSente
         ("choose.same_frame", lambda: same_frame(slot, fact, evidence, rival, subject,
                                                  question) or (
             on("choose.frame_first") and frame_first(slot, fact, evidence, rival, subject,
-                                                     question)),
+                                                     question)) or (
+            slot.kind == "role" and on("choose.subject_roles") and
+            said_of_subject(rival, evidence, subject)),
          "the words around it in its passage are about something else"),
         ("choose.place_for_place", lambda: place_for_place(slot, rival),
          "the slot names a place, and it names none"),

@@ -193,7 +193,7 @@ def spans(text: str, subject: str = "") -> list[Span]:
             a = start + run.index(name)
             add("name", a, a + len(name))
     for m in _ROLE.finditer(text):
-        start, end = _role_head(text, m.start(2), m.end(2))
+        start, end = role_head(text, m.start(2), m.end(2))
         role = text[start:end]
         if role.lower() not in ROLE_NOT and len(role) > 3 and not role.endswith("-") and \
                 (not role.endswith("ly") or role.lower() in _LY_NOUNS):
@@ -214,14 +214,17 @@ def _counts_something(text: str, number: re.Match[str]) -> bool:
     return not ((not before or before.endswith(":")) and after in (".", ")"))
 
 
-def _role_head(text: str, start: int, end: int) -> tuple[int, int]:
+def role_head(text: str, start: int, end: int) -> tuple[int, int]:
     """The noun a role phrase ends in: "was a prominent figure" is a figure, "a software
     engineer" an engineer (taking the first word made "prominent" and "software" slots, and
     a Factcheck-Bench tuning answer's "prominent" was swapped for "dazzling")."""
     for _ in range(ROLE_WORDS - 1):
         following = _LOWER_WORD.match(text, end)
-        if not following or following.group(1).lower() in STOP:
-            break
+        if not following or following.group(1).lower() in STOP or \
+                following.group(1).endswith("ing") and not (
+                    (after := _LOWER_WORD.match(text, following.end(1))) and
+                    after.group(1).lower() not in STOP):
+            break  # "a child actor using the name" is an actor; a "figure skating champion"
         start, end = following.start(1), following.end(1)
     return start, end
 

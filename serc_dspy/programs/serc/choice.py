@@ -43,6 +43,7 @@ from serc_dspy.rules.rivals import (
     sentence_of,
     stated_alone,
 )
+from serc_dspy.rules.roles import offer_roles
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
@@ -155,6 +156,9 @@ class SlotChooser(ShortAnswers, Stage):
                 (added := self.after_frame_only(slot, about, frame)):
             run.rule("choose.after_frame", fact.id, before=slot.text, detail="offered " +
                      ", ".join(map(repr, added)) + ": the two words after each are the slot's")
+        if slot.kind == "role" and not short and candidates is None and \
+                run.on("choose.subject_roles"):
+            text = offer_roles(slot, fact, evidence, name, text, run.rule)
         if not short and candidates is None and run.on("choose.date_year") and \
                 (year := year_slot(slot, fact.text, sentence, about, evidence, name)):
             run.rule("choose.date_year", fact.id, before=slot.text, after=year.text,
