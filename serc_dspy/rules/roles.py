@@ -46,10 +46,12 @@ register(
 
 _VERB = re.compile(r"\b(?:is|was|are|were|became|become|becomes|as)\s+(?:an?|the)\s+", re.I)
 _LIST_NEXT = re.compile(r"(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)(?:an?\s+)?([a-z][a-z-]+)\b")
-_RELATIONS = frozenset(
+_KIN = frozenset(
     "father mother son daughter wife husband brother sister parent parents uncle aunt cousin "
-    "grandfather grandmother grandson granddaughter partner friend teacher student mentor "
-    "fiancé fiancée spouse widow widower nephew niece".split())
+    "grandfather grandmother grandson granddaughter partner friend fiancé fiancée spouse widow "
+    "widower nephew niece half-brother half-sister stepfather stepmother".split())
+_RELATIONS = _KIN | {"teacher", "student", "mentor", "pupil"}
+"""Words for another person: in the clause before a role's verb, the role is theirs."""
 _PERSON_NOUN = re.compile(r"(?:er|or|ist|ian|ant|ent|man|woman|ess|eur|euse|ee|ic|ect|ot|ive|ef|"
                           r"ain|ier|ar)$|^(?:star|model|judge|monk|nun|priest|poet|saint|chef|cook|"
                           r"spy|host|icon|legend|bishop|king|queen|prince|princess)$")
@@ -61,7 +63,7 @@ occupation, and offering it invites a swap the passage never meant."""
 def _occupation(word: str) -> bool:
     """A singular noun for a person that is no relative ("sister" is no occupation)."""
     head = word.lower().rsplit("-", 1)[-1]
-    return bool(_PERSON_NOUN.search(head)) and head not in _RELATIONS
+    return bool(_PERSON_NOUN.search(head)) and word.lower() not in _KIN
 
 
 def _said_of_subject(sentence: str, verb_at: int) -> bool:

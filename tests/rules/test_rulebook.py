@@ -10,6 +10,7 @@ import test_guards
 import test_hygiene
 import test_names
 import test_quotes
+import test_roles
 from rules_helpers import CountingRetriever, run
 from scripted import entity
 
@@ -20,7 +21,7 @@ from serc_dspy.rules.guards import polish_problem
 from serc_dspy.view import render_trace
 
 MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
-           test_agree, test_choose]
+           test_agree, test_choose, test_roles]
 
 
 def test_every_rule_has_an_id_a_statement_a_reason_and_tests_both_ways():
