@@ -275,6 +275,11 @@ def _count(text: str, value: str) -> int:
     return len(re.findall(rf"(?<!\w){re.escape(value)}(?!\w)", text))
 
 
+def occurrences(text: str, value: str) -> int:
+    """How often `value` stands in `text` as whole words."""
+    return _count(text, value)
+
+
 def normal_form(kind: str, value: str) -> str:
     """What two values of one kind are compared by: "7 November 1867" and "November 7, 1867"
     alike, "three" and "3", accents and case folded."""

@@ -4,6 +4,7 @@ rulings that survive a round trip and reach the view."""
 import pytest
 import test_agree
 import test_choose
+import test_cover
 import test_draft
 import test_fixes
 import test_guards
@@ -21,7 +22,7 @@ from serc_dspy.rules.guards import polish_problem
 from serc_dspy.view import render_trace
 
 MODULES = [test_hygiene, test_quotes, test_fixes, test_guards, test_names, test_draft,
-           test_agree, test_choose, test_roles]
+           test_agree, test_choose, test_roles, test_cover]
 
 
 def test_every_rule_has_an_id_a_statement_a_reason_and_tests_both_ways():

@@ -21,6 +21,7 @@ from serc_dspy.programs.serc.common import (
 )
 from serc_dspy.retrieval.base import RetrievalError, cap_context, passage_window
 from serc_dspy.rules.agree import MIN_AGREEING, contradicting, found_swap, swap_witnessed
+from serc_dspy.rules.cover import uncovered_slots
 from serc_dspy.rules.draft import answer_claim
 from serc_dspy.rules.hygiene import clean_facts, not_a_statement, split_clauses, subject_pronouns
 from serc_dspy.rules.quotes import HeldVerdict, hold_to_quote
@@ -95,6 +96,13 @@ class CheckNodes(Stage):
             texts = self.hygiene(run, sentence, raw)
         facts = [Fact(id=f"f{sentence.index}.{i}", text=text, sentence=sentence.index)
                  for i, text in enumerate(texts)]
+        if texts and not trace.short_draft and self.settings.verdicts == "choose" and \
+                run.on("choose.uncovered") and (slots := uncovered_slots(
+                    sentence.text, texts, subject_name(trace.subject) or trace.subject)):
+            facts.append(Fact(id=f"f{sentence.index}.{len(facts)}", text=sentence.text,
+                              sentence=sentence.index, slots=slots))
+            run.rule("choose.uncovered", facts[-1].id, after=sentence.text, detail="no fact "
+                     "states " + ", ".join(repr(s.text) for s in slots))
         with run.lock:
             trace.facts.extend(facts)
             trace.facts.sort(key=node_order)

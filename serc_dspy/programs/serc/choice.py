@@ -115,7 +115,7 @@ class SlotChooser(ShortAnswers, Stage):
             text = "\n".join(s.text for s in about)
             sentence = run.trace.sentences[fact.sentence].text \
                 if fact.sentence < len(run.trace.sentences) else fact.text
-            slots = find_slots(fact.text, sentence, name or run.trace.subject)
+            slots = fact.slots or find_slots(fact.text, sentence, name or run.trace.subject)
             if slots:
                 for slot in slots:
                     await self.choose_value(run, fact, slot, about, text, evidence, name,
