@@ -39,9 +39,13 @@ register(
          "the words around it (`choose.same_frame`): being said of the subject is its frame",
          "no planted role error of the tuning bios was ever offered its original value: the "
          "frame (the word before the role) of \"an American record ___\" is \"record\", and the "
-         "body says \"an official staff producer\"", english_only=True,
+         "body says \"an official staff producer\"; off by default: on the same bios the model "
+         "took the offered role in both orders every time it was offered (17 of 17), so 2 "
+         "planted roles were corrected and 4 replaced by another wrong one, and 9 true roles "
+         "the evidence does not name (\"a pedagogue\", \"a songwriter\") were swapped for one "
+         "it does (false alarms 0.000 to 0.073)", english_only=True,
          found_on="wikipedia_dev.json, K = 2, bios 1-20 (Alexandre Guilmant, Focus..., Mitzi "
-         "Gaynor)"),
+         "Gaynor)", default=False),
 )
 
 _VERB = re.compile(r"\b(?:is|was|are|were|became|become|becomes|as)\s+(?:an?|the)\s+", re.I)

@@ -57,15 +57,15 @@ def test_a_role_phrase_ends_before_a_verb_of_its_own():
 def test_a_wrong_role_is_swapped_for_the_one_the_evidence_says_of_the_subject():
     draft = "Marie Curie was a painter. She worked with Pierre Curie."
     facts = {"Marie Curie was a painter.": ["Marie Curie was a painter."]}
-    fixed, engine = decode(draft, facts, corpus=CAREER, choose=pick("physicist"))
+    fixed, engine = decode(draft, facts, corpus=CAREER, choose=pick("physicist"),
+                           rules={"choose.subject_roles": True})    # off by default
     assert fixed.answer == draft.replace("painter", "physicist")
     ruling = fixed.trace.ruled("choose.subject_roles", "f0.0")[0]
     assert ruling.detail == "offered 'physicist', 'chemist'"   # not her father's "teacher"
     assert fixed.trace.ruled("choose.swap", "f0.0")[0].after == "physicist"
-    # off: the slot's frame ("was ___") finds no rival in "became a physicist", and the
-    # wrong role stays, unverified, in the draft's words
-    off, _ = decode(draft, facts, corpus=CAREER, choose=pick("physicist"),
-                    rules={"choose.subject_roles": False})
+    # off (the default): the slot's frame ("was ___") finds no rival in "became a
+    # physicist", and the wrong role stays, unverified, in the draft's words
+    off, _ = decode(draft, facts, corpus=CAREER, choose=pick("physicist"))
     assert off.answer == draft and not off.trace.ruled("choose.subject_roles")
     assert off.trace.fact("f0.0").status == "unverified"
 
@@ -73,5 +73,6 @@ def test_a_wrong_role_is_swapped_for_the_one_the_evidence_says_of_the_subject():
 def test_a_role_the_evidence_states_or_a_frame_rival_is_not_widened():
     # the draft's own role is stated: no widening, and nothing to swap
     draft = "Marie Curie was a chemist. She worked with Pierre Curie."
-    kept, _ = decode(draft, {}, corpus=CAREER, choose=pick("physicist"))
+    kept, _ = decode(draft, {}, corpus=CAREER, choose=pick("physicist"),
+                     rules={"choose.subject_roles": True})
     assert kept.answer == draft and not kept.trace.ruled("choose.subject_roles")
