@@ -26,7 +26,8 @@ def test_the_details_no_fact_states_are_the_sentences_slots():
 
 
 def test_a_year_the_extractor_left_out_is_checked_and_swapped_in_its_sentence():
-    fixed, engine = decode(DRAFT, LEFT_OUT, choose=pick("1934"))
+    fixed, engine = decode(DRAFT, LEFT_OUT, choose=pick("1934"),
+                           rules={"choose.uncovered": True})    # off by default
     assert fixed.answer == DRAFT.replace("1944", "1934")
     ruling = fixed.trace.ruled("choose.uncovered")[0]
     assert ruling.detail == "no fact states '1944'"
@@ -34,14 +35,14 @@ def test_a_year_the_extractor_left_out_is_checked_and_swapped_in_its_sentence():
     assert cover.text == "She died in 1944 of aplastic anaemia at Passy."
     assert [s.text for s in cover.slots] == ["1944"]     # the facts' details are theirs
     assert fixed.trace.ruled("choose.swap", ruling.node)[0].after == "1934"
-    # off: no fact carries the year, and the wrong year stays
-    off, _ = decode(DRAFT, LEFT_OUT, choose=pick("1934"), rules={"choose.uncovered": False})
+    # off (the default): no fact carries the year, and the wrong year stays
+    off, _ = decode(DRAFT, LEFT_OUT, choose=pick("1934"))
     assert off.answer == DRAFT and not off.trace.ruled("choose.uncovered")
 
 
 def test_a_sentence_whose_facts_state_every_detail_gets_no_sentence_fact():
     facts = {"She died in 1944 of aplastic anaemia at Passy.": [
         "Marie Curie died in 1944 of aplastic anaemia at Passy."]}
-    result, _ = decode(DRAFT, facts, choose=pick("1934"))
+    result, _ = decode(DRAFT, facts, choose=pick("1934"), rules={"choose.uncovered": True})
     assert not result.trace.ruled("choose.uncovered")
     assert result.answer == DRAFT.replace("1944", "1934")   # the fact's own slot swapped it
