@@ -19,7 +19,14 @@ from serc_dspy.rules.base import Rule, RuleSwitch, register
 from serc_dspy.rules.frames import preceding_word
 from serc_dspy.rules.places import place_kinds
 from serc_dspy.rules.roles import said_of_subject
-from serc_dspy.rules.slots import EvidenceSentence, compatible, has_value, normal_form, spans
+from serc_dspy.rules.slots import (
+    EvidenceSentence,
+    compatible,
+    has_value,
+    normal_form,
+    sentence_of,
+    spans,
+)
 from serc_dspy.rules.units import UNIT_WORDS, unit_of
 from serc_dspy.rules.words import STOP, content_stems, is_content, stem, words_of
 
@@ -123,13 +130,6 @@ register(
          "true text through and fixed nothing at K = 2", english_only=True,
          found_on="wikipedia_dev.json, Beenie Man, K = 2", default=False),
 )
-
-
-def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
-                ) -> EvidenceSentence | None:
-    """The evidence sentence an evidence candidate was found in (None: not at hand)."""
-    return next((s for s in evidence if s.passage == candidate.passage and
-                 s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
 
 
 def stated_alone(slot: Slot, others: list[Slot], evidence: list[EvidenceSentence]) -> bool:

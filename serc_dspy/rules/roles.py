@@ -25,6 +25,7 @@ from serc_dspy.rules.slots import (
     EvidenceSentence,
     normal_form,
     role_head,
+    sentence_of,
     spans,
     stated,
 )
@@ -115,13 +116,10 @@ def subject_roles(slot: Slot, fact: str, evidence: list[EvidenceSentence], subje
 
 def said_of_subject(rival: Candidate, evidence: list[EvidenceSentence], subject: str) -> bool:
     """Whether a role rival is one of the roles its sentence predicates of the subject."""
-    for sentence in evidence:
-        if sentence.passage == rival.passage and \
-                sentence.offset <= (rival.offset or 0) < sentence.offset + len(sentence.text):
-            return any(c.offset == rival.offset for c in
-                       subject_roles(Slot(kind="role", text="", start=0), "", [sentence],
-                                     subject, limit=99))
-    return False
+    sentence = sentence_of(rival, evidence)
+    return sentence is not None and any(
+        c.offset == rival.offset for c in subject_roles(Slot(kind="role", text="", start=0), "",
+                                                        [sentence], subject, limit=99))
 
 
 
@@ -135,9 +133,8 @@ def offer_roles(slot: Slot, fact: Fact, evidence: list[EvidenceSentence], subjec
         return text
     roles = subject_roles(slot, fact.text, evidence, subject, MAX_CANDIDATES - 2)
     for role in roles:
-        sentence = next(s for s in evidence if s.passage == role.passage and
-                        s.offset <= (role.offset or 0) < s.offset + len(s.text))
-        text += "" if sentence.text in text else "\n" + sentence.text
+        sentence = sentence_of(role, evidence)
+        text += "" if sentence is None or sentence.text in text else "\n" + sentence.text
     if roles:
         slot.candidates = slot.candidates[:1] + roles + slot.candidates[-1:]
         rule("choose.subject_roles", fact.id, before=slot.text,

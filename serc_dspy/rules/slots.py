@@ -421,6 +421,13 @@ def _offer(slot: Slot, sentences: list[EvidenceSentence],
     return options
 
 
+def sentence_of(candidate: Candidate, evidence: list[EvidenceSentence]
+                ) -> EvidenceSentence | None:
+    """The evidence sentence an evidence candidate was found in (None: not at hand)."""
+    return next((s for s in evidence if s.passage == candidate.passage and
+                 s.offset <= (candidate.offset or 0) < s.offset + len(s.text)), None)
+
+
 def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
     """Whether the slot's own value (by its normal form) stands in an evidence sentence."""
     own = normal_form(slot.kind, slot.text)
