@@ -23,8 +23,8 @@ register(
          "are slots of one more fact, the sentence itself, asked and swapped like any other "
          "slot; the details the facts state are theirs", "5 of 40 planted errors of the tuning "
          "bios sat in a detail the extractor left out of every fact, where no check could "
-         "reach them; off by default: on those bios (K = 2) it gave 5 of them a fact and "
-         "corrected none (the rivals the model chose were other events' years, held back by "
+         "reach them; off by default: on those bios (K = 2) it gave the 3 that are years a fact, "
+         "and corrected none (the rivals the model chose were other events' years, held back by "
          "the guards), and on the clean bios (K = 0) it swapped one true year", found_on=
          "wikipedia_dev.json, K = 2, bios 1-20 (Egon Krenz, Gerardo Fernandez Fe, Kang Daniel)",
          default=False),
