@@ -102,7 +102,25 @@ register(
          "(off by default: on the first 60 extra tuning items it fired on 2 wrong answers "
          "and fixed neither, and on 3 right ones and broke one)",
          english_only=True, default=False, found_on="HaluEval extra tuning items 27, 28"),
+    Rule("choose.option_claims", "a short answer to a question of which of two named options "
+         "a statement holds for, where no date or amount decides it and no word compares the "
+         "two, that names one option and does not negate it, is read against each option's "
+         "own sentences (`choose.stated_option`'s reading), one sentence choice each: \"the "
+         "question, answered by this option\" is a claim, and the model says whether one of "
+         "that option's sentences states it, states the opposite, or does not settle it. The "
+         "other option replaces the answer only where its claim is stated and the answer's "
+         "own is not; the answer's claim stated and the other's not supports it; anything "
+         "else leaves it unverified", "such questions were left unverified with no call: the "
+         "chooser between the two names (`choose.either`) fixed none and broke a right "
+         "answer, and the question's words counted (`choose.stated_option`) broke a report "
+         "answer; a claim read against one option's own sentences is the sentence choice "
+         "the check nodes already make", english_only=True, default=False,
+         found_on="HaluEval comparison tuning drafts (`cmp51`: \"Which director is "
+         "American, A or B?\", \"Which was halted by a natural disaster, A or B?\")"),
 )
+
+OPTION_SENTENCES = 6
+"""The most of an option's own sentences one claim is read against (`option_claims`)."""
 
 
 def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
@@ -345,3 +363,33 @@ def _reversed(rule: str, question: str, sentence: str) -> bool:
         return False
     asked, said = ([bool(p.search(text)) for p in scale] for text in (question, sentence))
     return sum(asked) == 1 and sum(said) == 1 and asked != said
+
+
+def option_claims(question: str, slot: Slot, sentence: str, evidence: list[EvidenceSentence]
+                  ) -> list[tuple[str, str, list[str]]] | None:
+    """`choose.option_claims`: for a question of which of two options a statement holds for,
+    answered by `sentence` naming one of them (`slot`) without negating it, each option (the
+    answer's first) with its claim, the question answered by it, and the option's own
+    sentences (`_own_paragraph`) to read the claim against; None where that reading does not
+    apply: a date, an amount or a relation compares the options (`compare_by_dates` and the
+    like decide those), the answer names both or neither, negates its option, or an option
+    has no sentence of its own."""
+    options = comparison_options(question)
+    asked = without_options(question, options)
+    if len(options) != 2 or slot.kind == "sentence" or COMPARISON.search(asked) or \
+            RELATIVE.search(asked) or negations(without_options(sentence, options)):
+        return None
+    named = [o for o in options if names_option(sentence, o)]
+    own = next((o for o in options if slot.text in option_ends(o)),
+               named[0] if len(named) == 1 else None)
+    if own is None or len(named) > 1:
+        return None
+    other = options[1 - options.index(own)]
+    asked_as = " ".join(question.split())
+    claims = []
+    for option, rival in ((own, other), (other, own)):
+        said = _own_paragraph(option, rival, evidence)[:OPTION_SENTENCES]
+        if not said:
+            return None
+        claims.append((option, f"{asked_as} Answer: {evidence_form(option, evidence)}.", said))
+    return claims

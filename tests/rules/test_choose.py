@@ -37,7 +37,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
          "choose.shared_value", "choose.both_not", "draft.yes_no_sentence",
-         "choose.asked_nationality", "choose.no_option"}
+         "choose.asked_nationality", "choose.no_option", "choose.option_claims"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1209,6 +1209,55 @@ def test_which_option_a_statement_holds_for_is_decided_by_the_question_words_eac
     off, _ = _answer(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, "Stanford University")
     assert off.answer == draft and not off.trace.ruled("choose.stated_option")
 
+
+
+def _read_options(corpus, question, draft, stated, **rules):
+    """A short answer decoded with each option's claim read as stated ("yes") where it is
+    answered by an option in `stated`, and as "opposite" otherwise; (result, engine)."""
+    def read(inputs):
+        yes = any(f"Answer: {option}." in inputs["claim"] for option in stated)
+        return {"sentence": 1, "stance": "yes" if yes else "opposite"}
+
+    lm, engine = scripted_lm(handlers(ChooseValue=pick("not stated"), ChooseSentence=read))
+    program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=question, draft=draft), engine
+
+
+def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sentences():
+    # the case that motivated it: HaluEval comparison tuning drafts (cmp51), undecided by
+    # dates, amounts or the question's words counted
+    on = {"choose.option_claims": True, "choose.stated_option": False}  # off by default
+    draft = "Stanford University is located in Chestnut Hill."
+    fixed, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
+                                  {"Boston College"}, **on)
+    assert fixed.answer == "Boston College is located in Chestnut Hill."
+    assert fixed.trace.ruled("choose.option_claims", "f0.0")
+    claims = [call["inputs"]["claim"] for call in engine.of("ChooseSentence")]
+    assert [c.rsplit("Answer: ", 1)[1] for c in claims] == ["Stanford University.",
+                                                            "Boston College."]
+    assert not engine.of("ChooseValue")
+    # each claim is read against its own option's sentences only
+    shown = [call["inputs"]["sentences"] for call in engine.of("ChooseSentence")]
+    assert "Stanford, California" in shown[0] and "Chestnut Hill" not in shown[0]
+    assert "Chestnut Hill" in shown[1] and "Stanford" not in shown[1]
+    kept, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
+                            {"Boston College"}, **on)
+    assert kept.answer == "Boston College" and kept.trace.facts[0].slots[0].ruling == "supported"
+    both, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
+                            {"Boston College", "Stanford University"}, **on)
+    assert both.answer == draft and both.trace.facts[0].slots[0].ruling == "unverified"
+    neither, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft, set(), **on)
+    assert neither.answer == draft and neither.trace.ruled("choose.option_claims", "f0.0")
+    denied = "Stanford University is not in Massachusetts."
+    negated, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, denied,
+                                    {"Boston College"}, **on)
+    assert negated.answer == denied and not engine.of("ChooseSentence")
+    off, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
+                                {"Boston College"}, **{"choose.stated_option": False})
+    assert off.answer == draft and not off.trace.ruled("choose.option_claims")
+    assert not engine.of("ChooseSentence")
 
 
 MUSIC_CORPUS = LocalCorpus.from_texts({

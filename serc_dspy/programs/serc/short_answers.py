@@ -19,13 +19,13 @@ from serc_dspy.rules.asked import (
     off_type,
     question_named,
 )
-from serc_dspy.rules.comparisons import COMPARING, compare_slot
+from serc_dspy.rules.comparisons import COMPARING, compare_slot, option_claims
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.questions import question_kind
 from serc_dspy.rules.reading import offer_reading, reads_as, sentence_slot
 from serc_dspy.rules.shared import shared_slot
 from serc_dspy.rules.slots import EvidenceSentence, about_subject, blank_in, focus, stated
-from serc_dspy.rules.two_options import answers_no_option, either_question
+from serc_dspy.rules.two_options import answers_no_option, either_question, evidence_form
 from serc_dspy.rules.yesno import YES_NO
 from serc_dspy.runtime.steps import Run
 
@@ -126,6 +126,9 @@ class ShortAnswers:
                                  detail=slot.note)
                         continue
                     either = run.on("choose.either") and either_question(question)
+                    if not either and run.on("choose.option_claims") and \
+                            await self.read_option_claims(run, fact, slot, sentence, evidence):
+                        continue
                     if run.on("choose.compare") and not either:
                         continue  # undecided: unverified, with no choice call
                     slot.ruling, slot.note = "unverified", ""  # the chooser picks the option
@@ -147,6 +150,37 @@ class ShortAnswers:
                                         asked, claim=claim, candidates=candidates, short=True)
             fact.slots = slots
             self.decide(run, fact)
+
+    async def read_option_claims(self, run: Run, fact: Fact, slot: Slot, sentence: str,
+                                 evidence: list[EvidenceSentence]) -> bool:
+        """`choose.option_claims`: the question answered by each option, read against that
+        option's own sentences by one sentence choice each; the other option replaces the
+        answer where its claim is stated ("yes") and the answer's is not, the answer is
+        supported where its claim alone is stated, and anything else (a failed call too)
+        leaves it unverified. False where the reading does not apply."""
+        claims = option_claims(run.trace.question, slot, sentence, evidence)
+        if claims is None:
+            return False
+        stances = []
+        for _option, claim, said in claims:
+            numbered = "\n".join(f"{i}. {text}" for i, text in enumerate(said, 1))
+            reply = await run.attempt(
+                "detect", f"option claim for {fact.id} failed",
+                lambda numbered=numbered, claim=claim: run.call(
+                    "sentence_chooser", sentences=numbered, claim=claim), None)
+            stated = reply is not None and 1 <= int(reply.sentence) <= len(said)
+            stances.append(str(reply.stance) if stated else "not stated")
+        (own, *_), (other, *_) = claims
+        slot.note = f"read against each option's own sentences: {own!r} {stances[0]}, " \
+                    f"{other!r} {stances[1]}"
+        slot.ruling, slot.chosen = "unverified", None
+        if stances[1] == "yes" and stances[0] != "yes":
+            slot.ruling, slot.chosen = "contradicted", evidence_form(other, evidence)
+        elif stances[0] == "yes" and stances[1] != "yes":
+            slot.ruling = "supported"
+        run.rule("choose.option_claims", fact.id, before=slot.text,
+                 after=slot.chosen or slot.ruling, detail=slot.note)
+        return True
 
     async def read_answer(self, run: Run, fact: Fact, slot: Slot, options: list[Candidate],
                           evidence: list[EvidenceSentence], shown: list[EvidenceSentence],
