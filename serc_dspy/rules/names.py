@@ -73,6 +73,20 @@ register(
          "resets answer questions that name the answer's entity)", english_only=True,
          thresholds={"min_sentences": 3},
          found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
+    Rule("firewall.asked_subject", "a long answer (at least `min_sentences` sentences, as "
+         "`firewall.asked_answer`) about the entity the question names (its text names it, "
+         "and the question's and the answer's descriptors name one entity) passes whatever "
+         "entity the evidence is about: the answer is about what was asked, and a search that "
+         "found another entity is no reason to throw the answer away; the check nodes weigh "
+         "that evidence, and what it does not support stays unverified", "the reset replaced "
+         "such an answer by one grounded in the other entity's passages: every claim of the "
+         "answer lost to the search's confusion, and an answer about an entity the question "
+         "did not ask about put in its place (the paper's reset is for an answer about the "
+         "wrong entity, not for evidence about one)", english_only=True,
+         thresholds={"min_sentences": 3},
+         found_on="Factcheck-Bench tuning items 6 and 19 (evidence about Intellilink "
+         "Technologies and Gregorio for questions about Mondeca and Manuel; passed there by "
+         "`firewall.evidence_in_answer`, since each answer also names the evidence's entity)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",

@@ -14,9 +14,14 @@ from serc_dspy.rules.names import mentions, same_name
 GROUNDED = "Marie Curie was a physicist and chemist born in Warsaw who won two Nobel Prizes."
 
 
-def decode(draft=DRAFT, **overrides):
+PAPER_RESET = {"firewall.asked_subject": False}
+"""The paper's reset of an answer about the asked entity (Marie Curie) for evidence about
+another: `firewall.asked_subject` passes such an answer, so these tests switch it off."""
+
+
+def decode(draft=DRAFT, rules=None, **overrides):
     lm, engine = scripted_lm(handlers(**overrides))
-    program = SERC(retriever=CountingRetriever())
+    program = SERC(retriever=CountingRetriever(), rules=rules)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         prediction = program(question="Tell me a bio of Marie Curie.", draft=draft)
     return prediction.trace, engine
@@ -63,7 +68,8 @@ def test_different_names_go_to_the_judge_and_a_yes_keeps_the_draft():
 
 def test_a_judged_mismatch_of_two_usable_descriptors_resets_and_keeps_the_replaced_draft():
     trace, engine = decode(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
-                           SameEntity=lambda i: {"analysis": "Another person.", "same": "NO"})
+                           SameEntity=lambda i: {"analysis": "Another person.", "same": "NO"},
+                           rules=PAPER_RESET)
     firewall = trace.firewall
     assert firewall.reset and firewall.same_entity is False
     assert firewall.decision.startswith("reset:") and "Pierre Curie" in firewall.decision
@@ -157,7 +163,7 @@ def test_a_failing_judge_passes_and_is_logged():
         raise RuntimeError("judge crashed")
 
     trace, _ = decode(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
-                      SameEntity=broken)
+                      SameEntity=broken, rules=PAPER_RESET)
     assert not trace.firewall.reset and trace.received == DRAFT
     assert "judge failed" in trace.firewall.decision
     assert any(e.kind == "error" and e.phase == "firewall" for e in trace.errors)

@@ -162,7 +162,9 @@ def test_polish_runs_at_temperature_point_one_and_initial_answer_is_kept():
 
 
 def test_firewall_mismatch_triggers_hard_reset():
-    prediction, engine, _ = run(SameEntity=lambda i: {"analysis": "Different era.",
+    # the paper's reset (`firewall.asked_subject`, on, passes an answer about the asked entity)
+    prediction, engine, _ = run({"rules": {"firewall.asked_subject": False}},
+                                SameEntity=lambda i: {"analysis": "Different era.",
                                                       "same": "NO"},
                                 EvidenceEntity=lambda i: entity("Ève Curie", "writer"))
     firewall = prediction.trace.firewall

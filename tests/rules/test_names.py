@@ -11,7 +11,7 @@ from serc_dspy.rules.names import asks_for_answer_entity, mentions, same_name
 FIRES = {"firewall.placeholder", "firewall.same_name", "firewall.short_given_name",
          "firewall.asked_entity", "firewall.known_as", "firewall.named_subject",
          "firewall.evidence_in_answer", "firewall.refused_reset", "firewall.asked_answer",
-         "firewall.echoed_reset", "firewall.query_on_demand"}
+         "firewall.echoed_reset", "firewall.query_on_demand", "firewall.asked_subject"}
 QUIET = set(FIRES)
 
 
@@ -162,6 +162,9 @@ def test_an_answer_that_names_the_evidences_entity_passes():
     assert not run().ruled("firewall.evidence_in_answer")
 
 
+PAPER_RESET = {"firewall.asked_subject": False}
+"""The paper's reset of an answer about the asked entity (Marie Curie) for evidence about
+another, which `firewall.asked_subject` would pass."""
 MISMATCH = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
             "SameEntity": lambda i: {"analysis": "Another person.", "same": "NO"}}
 
@@ -175,16 +178,18 @@ MISMATCH = {"EvidenceEntity": lambda i: entity("Pierre Curie", "physicist"),
 def test_a_reset_whose_grounded_answer_says_nothing_keeps_the_answer_it_would_replace(
         grounded, rule, why):
     mismatch = {**MISMATCH, "GroundedAnswer": lambda i: {"answer": grounded}}
-    trace = run(**mismatch)
+    trace = run(program=SERC(retriever=CountingRetriever(), rules=PAPER_RESET), **mismatch)
     assert trace.ruled(rule, "firewall") and not trace.firewall.reset
     assert why in trace.firewall.decision
     assert trace.fact("f0.0") is not None  # the draft was decoded, not the grounded answer
     # off, the grounded answer replaces the draft, as the paper's reset would
-    off = run(program=SERC(retriever=CountingRetriever(), rules={rule: False}), **mismatch)
+    off = run(program=SERC(retriever=CountingRetriever(), rules={rule: False, **PAPER_RESET}),
+              **mismatch)
     assert off.firewall.reset and off.firewall.replaced_answer and not off.ruled(rule)
     # a grounded answer that says something is the reset's
-    told = run(**{**MISMATCH, "GroundedAnswer": lambda i: {
-        "answer": "Marie Curie was born in Warsaw in 1867."}})
+    told = run(program=SERC(retriever=CountingRetriever(), rules=PAPER_RESET),
+               **{**MISMATCH, "GroundedAnswer": lambda i: {
+                   "answer": "Marie Curie was born in Warsaw in 1867."}})
     assert told.firewall.reset and not told.ruled(rule)
 
 
@@ -223,3 +228,35 @@ def test_a_long_answer_naming_the_asked_for_entity_is_not_reset_for_a_rival():
     short = _coling(draft=sentence)  # the rule is off by default
     assert short.firewall.reset and not short.ruled("firewall.asked_answer")
     assert not run().ruled("firewall.asked_answer")  # a bio question names its subject
+
+
+MONDECA = ("Mondeca develops software for managing knowledge. Its tools include a thesaurus "
+           "manager and a semantic annotation platform. They are used by publishers.")
+MONDECA_CORPUS = {"m.txt": "Intellilink Technologies developed data integration tools for banks."}
+
+
+def _mondeca(draft=MONDECA, query="Mondeca", **rules):
+    return run(draft=draft, question="What are the tools developed by Mondeca?",
+               program=SERC(retriever=LocalCorpus.from_texts(MONDECA_CORPUS), rules=rules),
+               QueryEntity=lambda i: entity(query, "tools"),
+               AnswerEntity=lambda i: entity("Mondeca", "software company"),
+               EvidenceEntity=lambda i: entity("Intellilink Technologies", "company"),
+               SameEntity=lambda i: {"analysis": "", "same": "NO"},
+               GroundedAnswer=lambda i: {"answer": "Intellilink Technologies sells software."})
+
+
+def test_a_long_answer_about_the_entity_the_question_names_is_not_reset_for_the_evidences():
+    # the case that motivated it: Factcheck-Bench tuning items 6 and 19, whose evidence was
+    # about another entity than the one asked about and answered
+    trace = _mondeca()
+    assert trace.ruled("firewall.asked_subject", "firewall") and not trace.firewall.reset
+    assert trace.received == MONDECA and "Intellilink" in trace.firewall.decision
+    off = _mondeca(**{"firewall.asked_subject": False})
+    assert off.firewall.reset and not off.ruled("firewall.asked_subject")
+    assert off.received.startswith("Intellilink")
+    # a short answer is the value asked for, which a reset may put right
+    short = _mondeca(draft="Mondeca develops a thesaurus manager. It is used by publishers.")
+    assert short.firewall.reset and not short.ruled("firewall.asked_subject")
+    # the question's descriptor names another entity: the answer may be about the wrong one
+    other = _mondeca(query="Mondeca Labs Group")
+    assert other.firewall.reset and not other.ruled("firewall.asked_subject")

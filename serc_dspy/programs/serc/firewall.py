@@ -206,6 +206,19 @@ class EntityFirewall(Stage):
             run.rule("firewall.asked_answer", "firewall", detail=f"{answer} / {evidence}")
             return
 
+        if run.on("firewall.asked_subject") and answer.usable and query.usable and \
+                names_in(question, answer.name) and \
+                same_name(query.name, answer.name, run.rules, decided_by) and \
+                len(split_sentences(trace.received)) >= ASKED_ANSWER_MIN_SENTENCES:
+            firewall.decision = (f"passed: the answer is about the entity the question names "
+                                 f"({answer.name}); evidence about another ({evidence.name}) "
+                                 "is for the check nodes to weigh")
+            run.rule("firewall.asked_subject", "firewall", detail=f"{query} / {answer} / "
+                     f"{evidence}")
+            for rule in decided_by:
+                run.rule(rule, "firewall", detail=f"{query.name} / {answer.name}")
+            return
+
         def judge_failed(error: str) -> None:
             firewall.error = f"entity judge failed: {error}"
             firewall.decision = "passed: the entity judge failed"
