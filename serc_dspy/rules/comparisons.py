@@ -369,11 +369,14 @@ def option_claims(question: str, slot: Slot, sentence: str, evidence: list[Evide
                   ) -> list[tuple[str, str, list[str]]] | None:
     """`choose.option_claims`: for a question of which of two options a statement holds for,
     answered by `sentence` naming one of them (`slot`) without negating it, each option (the
-    answer's first) with its claim, the question answered by it, and the option's own
-    sentences (`_own_paragraph`) to read the claim against; None where that reading does not
-    apply: a date, an amount or a relation compares the options (`compare_by_dates` and the
-    like decide those), the answer names both or neither, negates its option, or an option
-    has no sentence of its own."""
+    answer's first) with its claim and the option's own sentences (`_own_paragraph`) to read
+    it against. The claims are the answer's sentence and the same sentence with the other
+    option in the slot ("Boston College is located in Chestnut Hill."): a question answered
+    by a name ("...? Answer: Boston College.") was read as stated of either option by its
+    opening sentence alone. A bare name has no sentence: its claims are the question
+    answered by each option. None where the reading does not apply: a date, an amount or a
+    relation compares the options (`compare_by_dates` and the like decide those), the answer
+    names both or neither, negates its option, or an option has no sentence of its own."""
     options = comparison_options(question)
     asked = without_options(question, options)
     if len(options) != 2 or slot.kind == "sentence" or COMPARISON.search(asked) or \
@@ -385,11 +388,16 @@ def option_claims(question: str, slot: Slot, sentence: str, evidence: list[Evide
     if own is None or len(named) > 1:
         return None
     other = options[1 - options.index(own)]
-    asked_as = " ".join(question.split())
+    said_as = " ".join(sentence.split())
+    at = said_as.find(slot.text)
+    rest = content_stems(said_as.replace(slot.text, " ")) if at >= 0 else set()
     claims = []
     for option, rival in ((own, other), (other, own)):
         said = _own_paragraph(option, rival, evidence)[:OPTION_SENTENCES]
         if not said:
             return None
-        claims.append((option, f"{asked_as} Answer: {evidence_form(option, evidence)}.", said))
+        form = slot.text if option == own else evidence_form(option, evidence)
+        claim = f"{said_as[:at]}{form}{said_as[at + len(slot.text):]}" if rest else \
+            f"{' '.join(question.split())} Answer: {evidence_form(option, evidence)}."
+        claims.append((option, claim, said))
     return claims

@@ -1215,7 +1215,8 @@ def _read_options(corpus, question, draft, stated, **rules):
     """A short answer decoded with each option's claim read as stated ("yes") where it is
     answered by an option in `stated`, and as "opposite" otherwise; (result, engine)."""
     def read(inputs):
-        yes = any(f"Answer: {option}." in inputs["claim"] for option in stated)
+        claim = inputs["claim"].rsplit("Answer: ", 1)[-1]  # a bare name's claim is the question
+        yes = any(claim.startswith(option) for option in stated)
         return {"sentence": 1, "stance": "yes" if yes else "opposite"}
 
     lm, engine = scripted_lm(handlers(ChooseValue=pick("not stated"), ChooseSentence=read))
@@ -1234,17 +1235,21 @@ def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sen
                                   {"Boston College"}, **on)
     assert fixed.answer == "Boston College is located in Chestnut Hill."
     assert fixed.trace.ruled("choose.option_claims", "f0.0")
+    # the answer's sentence, and the same sentence with the other option in its slot
     claims = [call["inputs"]["claim"] for call in engine.of("ChooseSentence")]
-    assert [c.rsplit("Answer: ", 1)[1] for c in claims] == ["Stanford University.",
-                                                            "Boston College."]
+    assert claims == [draft, "Boston College is located in Chestnut Hill."]
     assert not engine.of("ChooseValue")
     # each claim is read against its own option's sentences only
     shown = [call["inputs"]["sentences"] for call in engine.of("ChooseSentence")]
     assert "Stanford, California" in shown[0] and "Chestnut Hill" not in shown[0]
     assert "Chestnut Hill" in shown[1] and "Stanford" not in shown[1]
-    kept, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
-                            {"Boston College"}, **on)
+    kept, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
+                                 {"Boston College"}, **on)
     assert kept.answer == "Boston College" and kept.trace.facts[0].slots[0].ruling == "supported"
+    # a bare name has no sentence: its claims are the question answered by each option
+    claims = [call["inputs"]["claim"] for call in engine.of("ChooseSentence")]
+    assert claims == [f"{UNIVERSITY_QUESTION} Answer: {o}." for o in ("Boston College",
+                                                                       "Stanford University")]
     both, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
                             {"Boston College", "Stanford University"}, **on)
     assert both.answer == draft and both.trace.facts[0].slots[0].ruling == "unverified"
