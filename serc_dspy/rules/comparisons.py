@@ -114,9 +114,9 @@ register(
          "chooser between the two names (`choose.either`) fixed none and broke a right "
          "answer, and the question's words counted (`choose.stated_option`) broke a report "
          "answer; a claim read against one option's own sentences is the sentence choice "
-         "the check nodes already make", english_only=True, default=False,
+         "the check nodes already make", english_only=True,
          found_on="HaluEval comparison tuning drafts (`cmp51`: \"Which director is "
-         "American, A or B?\", \"Which was halted by a natural disaster, A or B?\")"),
+         "American, A or B?\", \"What film director is from Great Britain, A or B?\")"),
 )
 
 OPTION_SENTENCES = 6

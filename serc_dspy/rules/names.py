@@ -84,9 +84,10 @@ register(
          "did not ask about put in its place (the paper's reset is for an answer about the "
          "wrong entity, not for evidence about one)", english_only=True,
          thresholds={"min_sentences": 3},
-         found_on="Factcheck-Bench tuning items 6 and 19 (evidence about Intellilink "
-         "Technologies and Gregorio for questions about Mondeca and Manuel; passed there by "
-         "`firewall.evidence_in_answer`, since each answer also names the evidence's entity)"),
+         found_on="Factcheck-Bench tuning item 19 (evidence about Gregorio for a question "
+         "about Manuel, answered about Manuel in 3 sentences; passed there by "
+         "`firewall.evidence_in_answer`, since the answer also names Gregorio; item 6, "
+         "Mondeca and Intellilink, is the same case in 2 sentences)"),
     Rule("firewall.known_as", "a one-word name counts as named by a text only where the text "
          "gives it as its subject's name (\"known professionally as Wendy\")",
          "the firewall reset a true bio of the singer Wendy, which opens with her birth name",

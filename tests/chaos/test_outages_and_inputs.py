@@ -164,7 +164,10 @@ def test_a_polish_that_drifts_to_another_topic_is_refused():
 def test_an_empty_grounded_answer_after_a_reset_keeps_the_draft():
     from scripted import entity
 
-    prediction, _ = decode(EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
+    # the paper's reset (`firewall.asked_subject` passes a long answer about the asked entity)
+    prediction, _ = decode(SERC(retriever=CountingRetriever(),
+                                rules={"firewall.asked_subject": False}),
+                           EvidenceEntity=lambda i: entity("Pierre Curie", "physicist"),
                            SameEntity=lambda i: {"analysis": "Other.", "same": "NO"},
                            GroundedAnswer=lambda i: {"answer": ""})
     trace = prediction.trace

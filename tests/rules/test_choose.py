@@ -1229,7 +1229,7 @@ def _read_options(corpus, question, draft, stated, **rules):
 def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sentences():
     # the case that motivated it: HaluEval comparison tuning drafts (cmp51), undecided by
     # dates, amounts or the question's words counted
-    on = {"choose.option_claims": True, "choose.stated_option": False}  # off by default
+    on = {"choose.option_claims": True}  # on by default
     draft = "Stanford University is located in Chestnut Hill."
     fixed, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
                                   {"Boston College"}, **on)
@@ -1260,7 +1260,7 @@ def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sen
                                     {"Boston College"}, **on)
     assert negated.answer == denied and not engine.of("ChooseSentence")
     off, engine = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
-                                {"Boston College"}, **{"choose.stated_option": False})
+                                {"Boston College"}, **{"choose.option_claims": False})
     assert off.answer == draft and not off.trace.ruled("choose.option_claims")
     assert not engine.of("ChooseSentence")
 
