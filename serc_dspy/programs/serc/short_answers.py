@@ -153,8 +153,9 @@ class ShortAnswers:
 
     async def read_option_claims(self, run: Run, fact: Fact, slot: Slot, sentence: str,
                                  evidence: list[EvidenceSentence]) -> bool:
-        """`choose.option_claims`: the question answered by each option, read against that
-        option's own sentences by one sentence choice each; the other option replaces the
+        """`choose.option_claims`: the answer's claim and the same claim of the other option
+        (`option_claims`), each read against that option's own sentences by one sentence
+        choice; the other option replaces the
         answer where its claim is stated ("yes") and the answer's is not, the answer is
         supported where its claim alone is stated, and anything else (a failed call too)
         leaves it unverified. False where the reading does not apply."""
