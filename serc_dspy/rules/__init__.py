@@ -10,6 +10,7 @@ English-only rule does not fire on a draft in another language (`language_of`).
 from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     agree,
     asked,
+    claims,
     dates,
     draft,
     fixes,

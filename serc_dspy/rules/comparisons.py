@@ -12,6 +12,7 @@ import re
 
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
+from serc_dspy.rules.claims import claim_with
 from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
 from serc_dspy.rules.two_options import (
     COMPARISON,
@@ -390,16 +391,11 @@ def option_claims(question: str, slot: Slot, sentence: str, evidence: list[Evide
     if own is None or len(named) > 1:
         return None
     other = options[1 - options.index(own)]
-    said_as = " ".join(sentence.split())
-    at = said_as.find(slot.text)
-    rest = content_stems(said_as.replace(slot.text, " ")) if at >= 0 else set()
     claims = []
     for option, rival in ((own, other), (other, own)):
         said = _own_paragraph(option, rival, evidence)[:OPTION_SENTENCES]
         if not said:
             return None
         form = slot.text if option == own else evidence_form(option, evidence)
-        claim = f"{said_as[:at]}{form}{said_as[at + len(slot.text):]}" if rest else \
-            f"{' '.join(question.split())} Answer: {evidence_form(option, evidence)}."
-        claims.append((option, claim, said))
+        claims.append((option, claim_with(question, sentence, slot, form), said))
     return claims

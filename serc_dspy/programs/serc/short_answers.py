@@ -19,6 +19,7 @@ from serc_dspy.rules.asked import (
     off_type,
     question_named,
 )
+from serc_dspy.rules.claims import rival_claims
 from serc_dspy.rules.comparisons import COMPARING, compare_slot, option_claims
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.questions import question_kind
@@ -162,15 +163,7 @@ class ShortAnswers:
         claims = option_claims(run.trace.question, slot, sentence, evidence)
         if claims is None:
             return False
-        stances = []
-        for _option, claim, said in claims:
-            numbered = "\n".join(f"{i}. {text}" for i, text in enumerate(said, 1))
-            reply = await run.attempt(
-                "detect", f"option claim for {fact.id} failed",
-                lambda numbered=numbered, claim=claim: run.call(
-                    "sentence_chooser", sentences=numbered, claim=claim), None)
-            stated = reply is not None and 1 <= int(reply.sentence) <= len(said)
-            stances.append(str(reply.stance) if stated else "not stated")
+        stances = await self.claim_stances(run, fact, claims)
         (own, *_), (other, *_) = claims
         slot.note = f"read against each option's own sentences: {own!r} {stances[0]}, " \
                     f"{other!r} {stances[1]}"
@@ -201,12 +194,43 @@ class ShortAnswers:
                  detail=f"the evidence read for the question: {read!r}, {outcome}")
         return offered
 
+    @staticmethod
+    async def claim_stances(run: Run, fact: Fact, claims: list[tuple[str, str, list[str]]]
+                            ) -> list[str]:
+        """Each claim's stance ("yes", "opposite", "not stated") read by one sentence choice
+        against its own sentences; "not stated" where the call failed or chose no sentence."""
+        stances = []
+        for _value, claim, said in claims:
+            numbered = "\n".join(f"{i}. {text}" for i, text in enumerate(said, 1))
+            reply = await run.attempt(
+                "detect", f"claim reading for {fact.id} failed",
+                lambda numbered=numbered, claim=claim: run.call(
+                    "sentence_chooser", sentences=numbered, claim=claim), None)
+            stated = reply is not None and 1 <= int(reply.sentence) <= len(said)
+            stances.append(str(reply.stance) if stated else "not stated")
+        return stances
+
     async def read_rival(self, run: Run, fact: Fact, slot: Slot, text: str,
                          evidence: list[EvidenceSentence], rival: Candidate) -> bool:
-        """`choose.read_rival`: whether the model, asked the question over `text` (the
-        sentences the choice showed), reads the rival chosen in both orders as the answer.
-        A reading this answer already had (`draft.read_sentence`, `choose.read_answer`) is
-        used as it stands; otherwise one `ReadAnswer` call is asked, only here."""
+        """Whether a reading lets the rival chosen in both orders replace a short answer the
+        evidence states (else `choose.own_stated` holds it). `choose.rival_claims`: the
+        rival's claim is stated and the answer's is not (`rival_claims`, two sentence
+        choices). `choose.read_rival` (off): the model, asked the question over `text` (the
+        sentences the choice showed), reads the rival as the answer; a reading this answer
+        already had (`draft.read_sentence`, `choose.read_answer`) is used as it stands,
+        otherwise one `ReadAnswer` call is asked, only here."""
+        sentence = run.trace.sentences[fact.sentence].text \
+            if fact.sentence < len(run.trace.sentences) else fact.text
+        if run.on("choose.rival_claims") and (claims := rival_claims(
+                run.trace.question, slot, sentence, rival.value, evidence)):
+            stances = await self.claim_stances(run, fact, claims)
+            swap = stances[1] == "yes" and stances[0] != "yes"
+            run.rule("choose.rival_claims", fact.id, before=slot.text,
+                     after=rival.value if swap else None,
+                     detail=f"read as claims: {slot.text!r} {stances[0]}, "
+                            f"{rival.value!r} {stances[1]}")
+            if swap:
+                return True
         if not run.on("choose.read_rival"):
             return False
         if run.trace.ruled("draft.read_sentence", "answer") or \
