@@ -37,7 +37,8 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
          "choose.shared_value", "choose.both_not", "draft.yes_no_sentence",
-         "choose.asked_nationality", "choose.no_option", "choose.option_claims"}
+         "choose.asked_nationality", "choose.no_option", "choose.option_claims",
+         "choose.rival_claims"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -1340,6 +1341,53 @@ def test_a_stated_answer_yields_to_a_rival_chosen_twice_that_the_model_also_read
     # off (the default): no reading is asked
     off, engine = _music("The Hollows of Hessen", rival, draft=draft)
     assert off.trace.ruled("choose.own_stated") and not engine.of("ReadAnswer")
+
+
+def _rival_read(stated, draft="The band played Mississippi Delta.", **rules):
+    """`MUSIC_QUESTION` answered by `draft`, whose value the evidence states, with "Hollows
+    of Hessen" chosen in both orders; each claim read as stated ("yes") where its value is
+    in `stated`, else "opposite"; (result, engine)."""
+    def read(inputs):
+        yes = any(value in inputs["claim"] for value in stated)
+        return {"sentence": 1, "stance": "yes" if yes else "opposite"}
+
+    lm, engine = scripted_lm(handlers(ChooseValue=pick("Hollows of Hessen"),
+                                      ChooseSentence=read))
+    program = SERC(retriever=MUSIC_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=MUSIC_QUESTION, draft=draft), engine
+
+
+def test_a_held_rival_replaces_a_stated_answer_only_where_its_claim_alone_is_stated():
+    # HaluEval extra tuning items 237, 242, 243: the evidence states a wrong answer in
+    # another role, so `choose.own_stated` held back the right rival chosen in both orders
+    draft = "The band played Mississippi Delta."
+    fixed, engine = _rival_read({"Hollows of Hessen"})
+    assert fixed.answer == "The band played Hollows of Hessen."
+    ruling = fixed.trace.ruled("choose.rival_claims", "f0.0")
+    assert ruling and ruling[0].after == "Hollows of Hessen"
+    assert not fixed.trace.ruled("choose.own_stated")
+    # the claims: the answer's sentence, and the same with the rival in its slot, each read
+    # against the sentences naming its own value
+    calls = engine.of("ChooseSentence")
+    assert [c["inputs"]["claim"] for c in calls] == [draft, "The band played Hollows of Hessen."]
+    assert "Mississippi Delta" in calls[0]["inputs"]["sentences"]
+    assert "Hollows of Hessen" in calls[1]["inputs"]["sentences"]
+    # both claims stated, or neither: the answer is held, and the reading is on the trace
+    for stated in ({"Hollows of Hessen", "Mississippi Delta"}, set()):
+        kept, _ = _rival_read(stated)
+        assert kept.answer == draft and kept.trace.ruled("choose.own_stated")
+        assert kept.trace.ruled("choose.rival_claims", "f0.0")[0].after is None
+    # a bare value is not read (its claim would be the question itself), nor an answer that
+    # negates something
+    for bare in ("Mississippi Delta.", "The band never played the Mississippi Delta."):
+        kept, engine = _rival_read({"Hollows of Hessen"}, draft=bare)
+        assert kept.answer == bare and not engine.of("ChooseSentence")
+        assert not kept.trace.ruled("choose.rival_claims")
+    off, engine = _rival_read({"Hollows of Hessen"}, **{"choose.rival_claims": False})
+    assert off.answer == draft and not engine.of("ChooseSentence")
+    assert off.trace.ruled("choose.own_stated")
 
 
 def test_a_name_the_question_gives_is_not_offered_as_its_answer():
