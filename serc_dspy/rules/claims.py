@@ -25,10 +25,11 @@ register(
          "failed call included, leaves the answer held. A bare value (no sentence) is not "
          "read: its claim would be the question, which the evidence of a multi-hop question "
          "states in no one sentence", "the evidence states a wrong answer "
-         "too, in another role (\"Sergei Grinkov\", the partner of the skater asked for), so "
-         "`choose.own_stated` held right rivals back; releasing them on another reading of "
-         "the same list (`choose.read_rival`) broke 7 of 13 right answers",
-         english_only=True, found_on="HaluEval extra tuning items 237, 242, 243"),
+         "too, in another role (\"Mumford & Sons is from Columbus, Ohio.\": the evidence "
+         "names the band too), so `choose.own_stated` held right rivals back; releasing "
+         "them on another reading of the same list (`choose.read_rival`) broke 7 of 13 "
+         "right answers",
+         english_only=True, found_on="HaluEval extra tuning items 242, 243, 376, 380"),
 )
 
 CLAIM_SENTENCES = 6

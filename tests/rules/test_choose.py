@@ -1360,7 +1360,7 @@ def _rival_read(stated, draft="The band played Mississippi Delta.", **rules):
 
 
 def test_a_held_rival_replaces_a_stated_answer_only_where_its_claim_alone_is_stated():
-    # HaluEval extra tuning items 237, 242, 243: the evidence states a wrong answer in
+    # HaluEval extra tuning items 242, 243, 376, 380: the evidence states a wrong answer in
     # another role, so `choose.own_stated` held back the right rival chosen in both orders
     draft = "The band played Mississippi Delta."
     fixed, engine = _rival_read({"Hollows of Hessen"})
