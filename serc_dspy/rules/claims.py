@@ -54,10 +54,12 @@ def rival_claims(question: str, slot: Slot, sentence: str, rival: str,
     it against, the answer's first. None where the reading does not apply: the answer is a
     bare value (its claim would be the question itself, which a multi-hop question's
     evidence states in no one sentence: 6 of 27 right bare answers of the tuning items were
-    read "not stated" against a rival's "yes"), the slot is a whole sentence, the answer
-    negates something, or a value has no sentence naming it."""
-    rest = sentence.replace(slot.text, " ")
-    if slot.kind == "sentence" or not content_stems(rest) or negations(rest):
+    read "not stated" against a rival's "yes"), the slot is a whole sentence or not in the
+    answer's words, the answer negates something, or a value has no sentence naming it."""
+    said = " ".join(sentence.split())
+    rest = said.replace(slot.text, " ")
+    if slot.kind == "sentence" or slot.text not in said or not content_stems(rest) or \
+            negations(rest):
         return None
     claims = []
     for value in (slot.text, rival):
