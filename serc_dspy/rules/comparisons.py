@@ -12,7 +12,7 @@ import re
 
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.claims import claim_with
+from serc_dspy.rules.claims import CLAIM_SENTENCES, claim_with
 from serc_dspy.rules.slots import _NUMBER, _NUMBER_WORDS, _YEAR, EvidenceSentence
 from serc_dspy.rules.two_options import (
     COMPARISON,
@@ -121,9 +121,6 @@ register(
          found_on="HaluEval comparison tuning drafts (`cmp51`: \"Which director is "
          "American, A or B?\", \"What film director is from Great Britain, A or B?\")"),
 )
-
-OPTION_SENTENCES = 6
-"""The most of an option's own sentences one claim is read against (`option_claims`)."""
 
 
 def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
@@ -393,7 +390,7 @@ def option_claims(question: str, slot: Slot, sentence: str, evidence: list[Evide
     other = options[1 - options.index(own)]
     claims = []
     for option, rival in ((own, other), (other, own)):
-        said = _own_paragraph(option, rival, evidence)[:OPTION_SENTENCES]
+        said = _own_paragraph(option, rival, evidence)[:CLAIM_SENTENCES]
         if not said:
             return None
         form = slot.text if option == own else evidence_form(option, evidence)

@@ -23,6 +23,11 @@ from nicknames import NickNamer
 from serc_dspy.core.text import normalise_name
 from serc_dspy.rules.base import Rule, RuleSet, register
 
+ASKED_ANSWER_MIN_SENTENCES = 3
+"""Sentences an answer must have for `firewall.asked_answer` and `firewall.asked_subject`: a
+reset throws all of them away, while a one-sentence answer's reset replaces one claim (and
+fixed most of HaluEval's tuning answers it fired on)."""
+
 register(
     Rule("firewall.placeholder", "an empty or placeholder descriptor (\"Name\", "
          "\"unknown\") passes the firewall: it never triggers a reset",
@@ -71,7 +76,7 @@ register(
          "tuning answers whose evidence was about a rival candidate (Geranium and Noma), "
          "throwing every claim of each away (on the report split it fired on none: its 4 "
          "resets answer questions that name the answer's entity)", english_only=True,
-         thresholds={"min_sentences": 3},
+         thresholds={"min_sentences": ASKED_ANSWER_MIN_SENTENCES},
          found_on="Factcheck-Bench items 10, 11, 14 (tuning split)"),
     Rule("firewall.asked_subject", "a long answer (at least `min_sentences` sentences, as "
          "`firewall.asked_answer`) about the entity the question names (its text names it, "
@@ -83,7 +88,7 @@ register(
          "answer lost to the search's confusion, and an answer about an entity the question "
          "did not ask about put in its place (the paper's reset is for an answer about the "
          "wrong entity, not for evidence about one)", english_only=True,
-         thresholds={"min_sentences": 3},
+         thresholds={"min_sentences": ASKED_ANSWER_MIN_SENTENCES},
          found_on="Factcheck-Bench tuning item 19 (evidence about Gregorio for a question "
          "about Manuel, answered about Manuel in 3 sentences; passed there by "
          "`firewall.evidence_in_answer`, since the answer also names Gregorio; item 6, "
@@ -97,10 +102,6 @@ register(
 
 SHORT_FORM_MIN = 3
 """Letters a short given name must have to stand for a longer one ("Kim" for "Kimberly")."""
-ASKED_ANSWER_MIN_SENTENCES = 3
-"""Sentences an answer must have for `firewall.asked_answer`: a reset throws all of them away,
-while a one-sentence answer's reset replaces one claim (and fixed most of HaluEval's tuning
-answers it fired on)."""
 
 
 def same_name(first: str, second: str, rules: RuleSet | None = None,
