@@ -5,15 +5,18 @@ list by where the question's words stand; asked of one claim and a few sentences
 "yes" to what they state, and a right answer's claim is stated. So another value replaces
 the answer only where its claim is stated and the answer's is not (`choose.option_claims`
 for which-of-two questions, `choose.rival_claims` for a rival the evidence's statement of
-the answer held back)."""
+the answer held back, `choose.both_claims` for "Are A and B both P?")."""
 
 from __future__ import annotations
+
+import re
 
 from serc_dspy.core.trace import Slot
 from serc_dspy.rules.base import Rule, register
 from serc_dspy.rules.slots import EvidenceSentence
 from serc_dspy.rules.two_options import evidence_form, mentions
 from serc_dspy.rules.words import content_stems, negations
+from serc_dspy.rules.yesno import both_question, says_no, says_yes
 
 register(
     Rule("choose.rival_claims", "a rival chosen in both orders over a short answer that the "
@@ -30,6 +33,17 @@ register(
          "them on another reading of the same list (`choose.read_rival`) broke 7 of 13 "
          "right answers",
          english_only=True, found_on="HaluEval extra tuning items 242, 243, 376, 380"),
+    Rule("choose.both_claims", "a caller's answer that says yes or no to \"Are A and B both "
+         "P?\" and that the passages' words do not decide (`choose.both`, "
+         "`choose.both_not`) is read as two claims, \"A is a P.\" and \"B is a P.\", each by "
+         "one sentence choice against the evidence sentences naming its option: both read "
+         "\"yes\" make the answer yes, one \"yes\" and one \"opposite\" make it no; an answer "
+         "that says otherwise is replaced (\"Yes, A and B are both P.\", \"No, B is not a "
+         "P.\"), one that agrees is supported; any other reading, a failed call included, "
+         "leaves it unverified", "a property the passages state in other words (\"a genus "
+         "of two species in the Papaveraceae family\" for a plant, \"a beer cocktail\" for a "
+         "drink) gave the word rules nothing, and the answer stood unread",
+         english_only=True, found_on="HaluEval extra tuning items 36, 218, 221"),
 )
 
 CLAIM_SENTENCES = 6
@@ -69,3 +83,71 @@ def rival_claims(question: str, slot: Slot, sentence: str, rival: str,
         form = value if value == slot.text else evidence_form(value, evidence)
         claims.append((value, claim_with(question, sentence, slot, form), said))
     return claims
+
+
+_HEAD_ENDS = frozenset("of in on at from for with by to based that who which whose made "
+                       "known located born".split())
+"""Words that end the head noun phrase of P ("types of drinks", "cocktails based on
+tequila", "projects in New York")."""
+_SINGULAR = {"are": "is", "were": "was"}
+
+
+def one_option_claim(option: str, verb: str, prop: str) -> str:
+    """P said of one option, in the singular: "Calochone is a plant.", "Grasshopper is a type
+    of drinks.", "Wenling is in China." (a P that opens on a preposition or names no plural
+    noun is said as it stands: "X is American.")."""
+    words = prop.split()
+    cut = next((i for i, w in enumerate(words) if w.lower() in _HEAD_ENDS), len(words))
+    be = _SINGULAR.get(verb, verb)
+    head = words[cut - 1] if cut else ""
+    if not re.fullmatch(r"[a-z][a-z-]*[^s]s", head):
+        return f"{option} {be} {prop}."
+    single = head[:-3] + "y" if head.endswith("ies") else \
+        head[:-2] if re.search(r"(?:ch|sh|x|ss)es$", head) else head[:-1]
+    phrase = " ".join([*words[:cut - 1], single, *words[cut:]])
+    article = "an" if phrase[0].lower() in "aeiou" else "a"
+    return f"{option} {be} {article} {phrase}."
+
+
+def both_claims(question: str, answer: str, evidence: list[EvidenceSentence]
+                ) -> list[tuple[str, str, list[str]]] | None:
+    """`choose.both_claims`: for "Are A and B both P?" (a form of "to be") answered yes or no,
+    each option with its claim (`one_option_claim`) and the evidence sentences naming it;
+    None where the question is of another form, the answer says neither, or an option has no
+    sentence naming it."""
+    parsed = both_question(question, evidence)
+    if parsed is None or parsed[0] not in _SINGULAR or \
+            not (says_yes(answer, parsed[3]) or says_no(answer)):
+        return None
+    verb, a, b, prop = parsed
+    claims = []
+    for option in (a, b):
+        said = [s.text for s in evidence if mentions(s.text, option)][:CLAIM_SENTENCES]
+        if not said:
+            return None
+        claims.append((option, one_option_claim(option, verb, prop), said))
+    return claims
+
+
+def both_reading(question: str, answer: str, claims: list[tuple[str, str, list[str]]],
+                 stances: list[str]) -> Slot:
+    """`choose.both_claims`' ruling on the answer (one slot, the whole answer): yes where both
+    claims read "yes", no where one reads "yes" and the other "opposite", else unverified."""
+    verb, a, b, prop = both_question(question) or ("are", claims[0][0], claims[1][0], "")
+    text = answer.strip()
+    slot = Slot(kind="sentence", text=text, start=max(answer.find(text), 0))
+    slot.note = f"read as claims: {claims[0][1]!r} {stances[0]}, {claims[1][1]!r} {stances[1]}"
+    if stances == ["yes", "yes"]:
+        yes, fix = True, f"Yes, {a} and {b} {verb} both {prop}."
+    elif sorted(stances) == ["opposite", "yes"]:
+        not_p = claims[stances.index("opposite")][1]
+        be = _SINGULAR.get(verb, verb)
+        yes, fix = False, "No, " + not_p.replace(f" {be} ", f" {be} not ", 1)
+    else:
+        slot.ruling = "unverified"
+        return slot
+    if (says_yes(text, prop) if yes else says_no(text)):
+        slot.ruling = "supported"
+    else:
+        slot.ruling, slot.chosen = "contradicted", fix
+    return slot

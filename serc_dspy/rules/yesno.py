@@ -116,6 +116,11 @@ def says_yes(answer: str, prop: str) -> bool:
         content_stems(prop) <= content_stems(answer)
 
 
+def says_no(answer: str) -> bool:
+    """Whether a caller's answer opens with "no"."""
+    return bool(_NO.match(answer))
+
+
 def both_slot(question: str, sentence: str, evidence: list[EvidenceSentence]) -> Slot | None:
     """`choose.both`: the answer sentence as one slot, ruled supported (it says yes, as the
     evidence does) or contradicted with "Yes, A and B are both P." as its correction; None

@@ -19,7 +19,7 @@ from serc_dspy.rules.asked import (
     off_type,
     question_named,
 )
-from serc_dspy.rules.claims import rival_claims
+from serc_dspy.rules.claims import both_claims, both_reading, rival_claims
 from serc_dspy.rules.comparisons import COMPARING, compare_slot, option_claims
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.questions import question_kind
@@ -66,9 +66,15 @@ class ShortAnswers:
                                  len(facts) == 1 and run.on(r) and
                                  (found := read_yes_no(question, sentence, evidence))),
                                 ("", None))
+            if yes_no is None and not slots and len(facts) == 1 and \
+                    run.on("choose.both_claims") and \
+                    (claims := both_claims(question, sentence, evidence)):
+                rule = "choose.both_claims"
+                yes_no = both_reading(question, sentence, claims,
+                                      await self.claim_stances(run, fact, claims))
             if yes_no is not None:
-                run.rule(rule, fact.id, before=yes_no.text, after=yes_no.chosen or "SUPPORTED",
-                         detail=yes_no.note)
+                run.rule(rule, fact.id, before=yes_no.text, after=yes_no.chosen or (
+                    "SUPPORTED" if yes_no.ruling == "supported" else None), detail=yes_no.note)
                 fact.slots = [yes_no]
                 if yes_no.ruling == "supported":  # no choice was asked: the passages said it
                     fact.settle(rule, verdict="SUPPORTED")
