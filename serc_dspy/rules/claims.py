@@ -96,6 +96,9 @@ def one_option_claim(option: str, verb: str, prop: str) -> str:
     """P said of one option, in the singular: "Calochone is a plant.", "Grasshopper is a type
     of drinks.", "Wenling is in China." (a P that opens on a preposition or names no plural
     noun is said as it stands: "X is American.")."""
+    kind = re.match(r"(?:types?|kinds?|sorts?|forms?)\s+of\s+(\S.*)$", prop, re.IGNORECASE)
+    if kind:  # "types of drinks": a drink
+        prop = kind.group(1)
     words = prop.split()
     cut = next((i for i, w in enumerate(words) if w.lower() in _HEAD_ENDS), len(words))
     be = _SINGULAR.get(verb, verb)
@@ -116,24 +119,45 @@ def both_claims(question: str, answer: str, evidence: list[EvidenceSentence]
     None where the question is of another form, the answer says neither, or an option has no
     sentence naming it."""
     parsed = both_question(question, evidence)
-    if parsed is None or parsed[0] not in _SINGULAR or \
+    if parsed is None or parsed[0] not in _SINGULAR or _RELATION.search(parsed[3]) or \
             not (says_yes(answer, parsed[3]) or says_no(answer)):
         return None
-    verb, a, b, prop = parsed
-    claims = []
-    for option in (a, b):
-        said = [s.text for s in evidence if mentions(s.text, option)][:CLAIM_SENTENCES]
-        if not said:
-            return None
-        claims.append((option, one_option_claim(option, verb, prop), said))
-    return claims
+    verb, _, _, prop = parsed
+    options = named_options(parsed[1], parsed[2], evidence)
+    if options is None:
+        return None
+    return [(option, one_option_claim(option, verb, prop), said) for option, said in options]
+
+
+_RELATION = re.compile(r"\b(?:same|similar|different|each other|one another|together)\b",
+                       re.IGNORECASE)
+"""A P that relates the two options ("catering to the same customer bases") is no property
+of either alone."""
+
+
+def named_options(a: str, b: str, evidence: list[EvidenceSentence]
+                  ) -> list[tuple[str, list[str]]] | None:
+    """The two options of "A and B", each with the evidence sentences naming it: split at the
+    "and" that leaves both named in the evidence ("Gin and tonic and Paloma"), a lower-case
+    description before a name dropped ("the documentaries Welcome to Durham, USA"); None
+    where no split does."""
+    words = f"{a} and {b}".split()
+    for at in (i for i, w in enumerate(words) if w.lower() == "and" and 0 < i < len(words) - 1):
+        pair = [re.sub(r"^(?:the|a|an)\s+(?:[a-z][\w-]*\s+)+(?=[A-Z0-9])", "", " ".join(part)).strip(" ,")
+                for part in (words[:at], words[at + 1:])]
+        said = [[s.text for s in evidence if mentions(s.text, option)][:CLAIM_SENTENCES]
+                for option in pair]
+        if all(pair) and all(said):
+            return list(zip(pair, said, strict=True))
+    return None
 
 
 def both_reading(question: str, answer: str, claims: list[tuple[str, str, list[str]]],
                  stances: list[str]) -> Slot:
     """`choose.both_claims`' ruling on the answer (one slot, the whole answer): yes where both
     claims read "yes", no where one reads "yes" and the other "opposite", else unverified."""
-    verb, a, b, prop = both_question(question) or ("are", claims[0][0], claims[1][0], "")
+    verb, _, _, prop = both_question(question) or ("are", "", "", "")
+    a, b = claims[0][0], claims[1][0]
     text = answer.strip()
     slot = Slot(kind="sentence", text=text, start=max(answer.find(text), 0))
     slot.note = f"read as claims: {claims[0][1]!r} {stances[0]}, {claims[1][1]!r} {stances[1]}"

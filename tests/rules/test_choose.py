@@ -36,7 +36,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.place_for_place", "choose.asked_rank", "choose.either",
          "choose.stated_option", "choose.same_value", "choose.read_answer", "choose.read_vote",
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
-         "choose.shared_value", "choose.both_not", "draft.yes_no_sentence",
+         "choose.shared_value", "choose.both_not", "choose.both_claims", "draft.yes_no_sentence",
          "choose.asked_nationality", "choose.no_option", "choose.option_claims",
          "choose.rival_claims"}
 QUIET = set(FIRES)
@@ -862,6 +862,63 @@ def test_a_both_question_is_answered_yes_where_the_evidence_states_it_of_each():
     off, _ = _answer(CITIES_CORPUS, BOTH, "Wenling is in Japan.", "not stated",
                      **{"choose.both": False})
     assert off.answer == "Wenling is in Japan." and not off.trace.ruled("choose.both")
+
+
+PLANTS_CORPUS = LocalCorpus.from_texts({
+    "p.txt": "Calochone is a genus of flowering plants in the Rubiaceae family. Adlumia is a "
+             "genus of two species in the Papaveraceae family. The tuna is a fish.",
+})
+PLANTS = "Are Calochone and Adlumia both plants?"
+
+
+def _both_read(question, draft, stances, **rules):
+    """`PLANTS_CORPUS` asked `question`, each option's claim read with the stance `stances`
+    gives the first option its claim names; (result, engine)."""
+    def read(inputs):
+        name = next(n for n in stances if inputs["claim"].startswith(n))
+        return {"sentence": 1, "stance": stances[name]}
+
+    lm, engine = scripted_lm(handlers(ChooseSentence=read))
+    program = SERC(retriever=PLANTS_CORPUS, top_k=3, verdicts="choose", evidence="passages",
+                   queries="facts", reconstruct="minimal", rules=rules)
+    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
+        return program(question=question, draft=draft), engine
+
+
+def test_a_both_question_the_words_do_not_decide_is_read_as_one_claim_per_option():
+    # HaluEval extra tuning item 218: "a genus of two species in the Papaveraceae family"
+    # states no "plants", so `choose.both` read nothing and "No, ... a fish." stood
+    draft = "No, Calochone is a type of fish."
+    yes = {"Calochone": "yes", "Adlumia": "yes"}
+    fixed, engine = _both_read(PLANTS, draft, yes)
+    assert fixed.answer == "Yes, Calochone and Adlumia are both plants."
+    ruling = fixed.trace.ruled("choose.both_claims", "f0.0")
+    assert ruling and ruling[0].after == fixed.answer and fixed.trace.ruled("choose.swap")
+    calls = engine.of("ChooseSentence")
+    assert [c["inputs"]["claim"] for c in calls] == ["Calochone is a plant.",
+                                                     "Adlumia is a plant."]
+    assert "Papaveraceae" in calls[1]["inputs"]["sentences"]
+    assert "Rubiaceae" not in calls[1]["inputs"]["sentences"]  # each its own sentences
+    kept, _ = _both_read(PLANTS, "Yes.", yes)
+    assert kept.answer == "Yes." and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    # one option read as the opposite: the answer is no, and says of which option
+    tuna = "Are Calochone and the tuna both plants?"
+    no = {"Calochone": "yes", "the tuna": "opposite"}
+    fixed, _ = _both_read(tuna, "Yes, both are plants.", no)
+    assert fixed.answer == "No, the tuna is not a plant."
+    kept, _ = _both_read(tuna, "No.", no)
+    assert kept.answer == "No." and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    # a claim not stated (or a failed call): no yes and no no, the answer stays unverified
+    for stances in ({"Calochone": "yes", "Adlumia": "not stated"},
+                    {"Calochone": "opposite", "Adlumia": "opposite"}):
+        kept, _ = _both_read(PLANTS, draft, stances)
+        assert kept.answer == draft and kept.trace.ruled("choose.both_claims", "f0.0")
+        assert kept.trace.fact("f0.0").status == "unverified"
+    # an answer that says neither yes nor no is not read; nor with the rule off
+    for answer, rules in (("Calochone is a fish.", {}), (draft, {"choose.both_claims": False})):
+        kept, engine = _both_read(PLANTS, answer, yes, **rules)
+        assert kept.answer == answer and not engine.of("ChooseSentence")
+        assert not kept.trace.ruled("choose.both_claims")
 
 
 def test_a_one_sentence_answer_to_a_both_question_has_its_yes_or_no_read_from_the_passages():
