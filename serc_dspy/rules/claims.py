@@ -34,9 +34,10 @@ register(
          "right answers",
          english_only=True, found_on="HaluEval extra tuning items 242, 243, 376, 380"),
     Rule("choose.both_claims", "a caller's answer that says yes or no to \"Are A and B both "
-         "P?\" and that the passages' words do not decide (`choose.both`, "
-         "`choose.both_not`) is read as two claims, \"A is a P.\" and \"B is a P.\", each by "
-         "one sentence choice against the evidence sentences naming its option: both read "
+         "P?\" (or \"Did both A and B ...?\") and that the passages' words do not decide "
+         "(`choose.both`, `choose.both_not`) is read as two claims, \"A is a P.\" and \"B is "
+         "a P.\" (\"A did direct films.\": no verb is conjugated), each by one sentence "
+         "choice against the evidence sentences naming its option: both read "
          "\"yes\" make the answer yes, one \"yes\" and one \"opposite\" make it no; an answer "
          "that says otherwise is replaced (\"Yes, A and B are both P.\", \"No, B is not a "
          "P.\"), one that agrees is supported; any other reading, a failed call included, "
@@ -89,7 +90,9 @@ _HEAD_ENDS = frozenset("of in on at from for with by to based that who which who
                        "known located born".split())
 """Words that end the head noun phrase of P ("types of drinks", "cocktails based on
 tequila", "projects in New York")."""
-_SINGULAR = {"are": "is", "were": "was"}
+_SINGULAR = {"are": "is", "were": "was", "do": "does", "does": "does", "did": "did"}
+"""The question's verb said of one option ("Did both A and B direct films?": "A did direct
+films.", with no verb to conjugate)."""
 
 
 def one_option_claim(option: str, verb: str, prop: str) -> str:
@@ -102,6 +105,8 @@ def one_option_claim(option: str, verb: str, prop: str) -> str:
     words = prop.split()
     cut = next((i for i, w in enumerate(words) if w.lower() in _HEAD_ENDS), len(words))
     be = _SINGULAR.get(verb, verb)
+    if be in ("does", "did"):
+        return f"{option} {be} {prop}."
     head = words[cut - 1] if cut else ""
     if not re.fullmatch(r"[a-z][a-z-]*[^s]s", head):
         return f"{option} {be} {prop}."
@@ -114,7 +119,8 @@ def one_option_claim(option: str, verb: str, prop: str) -> str:
 
 def both_claims(question: str, answer: str, evidence: list[EvidenceSentence]
                 ) -> list[tuple[str, str, list[str]]] | None:
-    """`choose.both_claims`: for "Are A and B both P?" (a form of "to be") answered yes or no,
+    """`choose.both_claims`: for "Are A and B both P?" (or "Did both A and B ...?") answered
+    yes or no,
     each option with its claim (`one_option_claim`) and the evidence sentences naming it;
     None where the question is of another form, the answer says neither, or an option has no
     sentence naming it."""
@@ -135,6 +141,10 @@ _RELATION = re.compile(r"\b(?:same|similar|different|each other|one another|toge
 of either alone."""
 
 
+_DESCRIBED = re.compile(r"^(?:the|a|an)\s+(?:[a-z][\w-]*\s+)+(?=[A-Z0-9])")
+"""A lower-case description before an option's name: "the documentaries Welcome to ..."."""
+
+
 def named_options(a: str, b: str, evidence: list[EvidenceSentence]
                   ) -> list[tuple[str, list[str]]] | None:
     """The two options of "A and B", each with the evidence sentences naming it: split at the
@@ -143,7 +153,7 @@ def named_options(a: str, b: str, evidence: list[EvidenceSentence]
     where no split does."""
     words = f"{a} and {b}".split()
     for at in (i for i, w in enumerate(words) if w.lower() == "and" and 0 < i < len(words) - 1):
-        pair = [re.sub(r"^(?:the|a|an)\s+(?:[a-z][\w-]*\s+)+(?=[A-Z0-9])", "", " ".join(part)).strip(" ,")
+        pair = [_DESCRIBED.sub("", " ".join(part)).strip(" ,")
                 for part in (words[:at], words[at + 1:])]
         said = [[s.text for s in evidence if mentions(s.text, option)][:CLAIM_SENTENCES]
                 for option in pair]

@@ -126,8 +126,9 @@ register(
          "at most `premise_extra_words` content word beyond the question's own: \"Warren "
          "Bryant was not a CEO.\" to \"Which state are the drug stores of which the CEO is "
          "Warren Bryant located in?\") is a refusal: it is replaced by an answer grounded in "
-         "the question's passages and decoded as the cold start's; where that answer refuses "
-         "or denies too, the draft is kept and decoded as before",
+         "the question's passages and decoded as the cold start's; where that answer refuses, "
+         "denies too or says only the question's words, the draft is kept and decoded as "
+         "before",
          "a draft that only denies the question's premise states no value to check or choose: "
          "the checks found nothing to correct and kept it (4 of the 35 unfixed HaluEval "
          "multi-turn tuning drafts 1-64, comparisons aside)", english_only=True,
@@ -140,7 +141,8 @@ register(
          "figures or words to \"how many\": \"The school teachers funded the bowling team.\") "
          "answers nothing: it is replaced by an answer grounded in the question's passages "
          "and decoded as the cold start's, as `draft.denies_premise` does; where that answer "
-         "refuses, denies or states no such value either, the draft is kept",
+         "refuses, denies, states no such value either or only the question's words, the "
+         "draft is kept",
          "a sentence without the asked value gives the slot checks nothing to choose against: "
          "they kept it (47 of the 874 HaluEval tuning drafts state none, 7 of them premise "
          "denials, and none of the right answers do)", english_only=True,
@@ -153,7 +155,8 @@ register(
          "number or date beyond the question's own (\"... for her performance in a popular "
          "romantic comedy series.\") answers nothing: it is replaced by an answer grounded in "
          "the question's passages, as `draft.no_value` does for the typed kinds; where that "
-         "answer refuses, denies or states no name, number or date either, the draft is kept",
+         "answer refuses, denies, states no name, number or date either or only the "
+         "question's words, the draft is kept",
          "such a sentence gives the slot checks nothing to choose against, and they kept it "
          "(59 of the 874 HaluEval tuning drafts, 44 of them where the right answer is a name, "
          "and none of the right answers)", english_only=True,
@@ -261,6 +264,13 @@ def states_no_name(question: str, draft: str) -> bool:
                    f" {normalise(s.text, fold=True)} " not in asked and
                    not (_A_KIND_OF.search(text[:s.start]) and " " not in s.text)
                    for s in spans(text))
+
+
+def adds_nothing(question: str, answer: str) -> bool:
+    """Whether an answer's content words are all the question's own ("The Libertine" to "What
+    television series did the actor ... in The Libertine star in?"): it answers nothing, so a
+    grounded answer saying only this does not replace a caller's draft."""
+    return content_stems(answer) <= content_stems(question)
 
 
 def states_no_value(question: str, draft: str) -> bool:

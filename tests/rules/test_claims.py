@@ -69,6 +69,11 @@ def test_a_both_questions_property_is_said_of_one_option_in_the_singular():
     # a property with no plural noun is said as it stands
     assert one_option_claim("Wenling", "are", "in China") == "Wenling is in China."
     assert one_option_claim("X", "were", "American") == "X was American."
+    # "Did both A and B ...?": the emphatic form, no verb to conjugate
+    assert one_option_claim("Carl Boese", "did", "direct and produce film") == \
+        "Carl Boese did direct and produce film."
+    assert one_option_claim("Juniper", "do", "belong to the family") == \
+        "Juniper does belong to the family."
 
 
 def test_a_both_question_is_read_only_when_answered_yes_or_no_and_each_option_is_named():

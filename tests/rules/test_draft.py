@@ -7,7 +7,13 @@ from test_choice import pick
 from test_serc import handlers
 
 from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
-from serc_dspy.rules.draft import denies_premise, says_more, states_no_name, states_no_value
+from serc_dspy.rules.draft import (
+    adds_nothing,
+    denies_premise,
+    says_more,
+    states_no_name,
+    states_no_value,
+)
 
 FIRES = {"draft.short_claim", "draft.answer_sentence", "draft.read_sentence",
          "draft.sentence_as_prose", "draft.says_more",
@@ -87,9 +93,22 @@ def test_a_draft_stating_no_value_of_the_asked_kind_is_answered_from_the_passage
     kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
         "answer": "The physicist was born in a city."})
     assert not kept.ruled("draft.no_value") and not kept.cold_start and kept.received == empty
+    # nor does one that only repeats the question's words (extra tuning item 283: "The
+    # Libertine" to "What television series did the actor ... in The Libertine star in?")
+    kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
+        "answer": "The physicist who won two Nobel Prizes."})
+    assert not kept.ruled("draft.no_value") and not kept.cold_start and kept.received == empty
     off = run(draft=empty, question=question, program=SERC(
         retriever=CountingRetriever(), rules={"draft.no_value": False}))
     assert not off.ruled("draft.no_value") and not off.cold_start
+
+
+def test_an_answer_of_the_questions_own_words_adds_nothing():
+    question = ("What television series did the actor that Penny Layden performed with in The "
+                "Libertine star in?")
+    assert adds_nothing(question, "The Libertine")
+    assert adds_nothing(question, "The actor Penny Layden performed with.")
+    assert not adds_nothing(question, "21 Jump Street")
 
 
 def test_a_sentence_states_the_asked_value_or_does_not():
