@@ -276,12 +276,21 @@ def adds_nothing(question: str, answer: str) -> bool:
 def states_no_value(question: str, draft: str) -> bool:
     """`draft.no_value`: whether a one-sentence draft of `NO_VALUE_WORDS` words or more, to a
     question of one of `NO_VALUE_KINDS`, states no value of the asked kind that the question
-    does not name itself: no name to "who" or "where", no date or year to "when", no number
-    (in figures or words) to "how many": "The school teachers funded the bowling team.",
+    does not name itself (`gives_no_value`): "The school teachers funded the bowling team.",
     "Alf Clausen composed the theme." to "In what year was ... born?"."""
-    text, kind = " ".join((draft or "").split()), question_kind(question)
-    if kind not in NO_VALUE_KINDS or not one_sentence(text) or \
-            len(text.split()) < NO_VALUE_WORDS or comparison_options(question):
+    text = " ".join((draft or "").split())
+    return one_sentence(text) and len(text.split()) >= NO_VALUE_WORDS and \
+        gives_no_value(question, text)
+
+
+def gives_no_value(question: str, answer: str) -> bool:
+    """Whether an answer of any length, to a question of one of `NO_VALUE_KINDS` that names no
+    two options, states no value of the asked kind that the question does not name itself:
+    no name to "who" or "where", no date or year to "when", no number (in figures or words)
+    to "how many". A grounded answer that gives none ("Merimbula" to "... had what
+    population?") replaces no caller's draft."""
+    text, kind = " ".join((answer or "").split()), question_kind(question)
+    if kind not in NO_VALUE_KINDS or comparison_options(question):
         return False  # "Which musician, A or B, ...?": a draft naming A answers with an option
     if kind == "number" and _AMOUNT_WORDS.search(text):
         return False

@@ -10,6 +10,7 @@ from serc_dspy import SERC, LocalCorpus, StrictJSONAdapter
 from serc_dspy.rules.draft import (
     adds_nothing,
     denies_premise,
+    gives_no_value,
     says_more,
     states_no_name,
     states_no_value,
@@ -93,6 +94,11 @@ def test_a_draft_stating_no_value_of_the_asked_kind_is_answered_from_the_passage
     kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
         "answer": "The physicist was born in a city."})
     assert not kept.ruled("draft.no_value") and not kept.cold_start and kept.received == empty
+    # nor does a short one with no city in it (extra tuning item 339: "Merimbula" to a
+    # population question replaced the caller's sentence)
+    kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
+        "answer": "The capital."})
+    assert not kept.ruled("draft.no_value") and not kept.cold_start and kept.received == empty
     # nor does one that only repeats the question's words (extra tuning item 283: "The
     # Libertine" to "What television series did the actor ... in The Libertine star in?")
     kept = run(draft=empty, question=question, GroundedAnswer=lambda i: {
@@ -109,6 +115,19 @@ def test_an_answer_of_the_questions_own_words_adds_nothing():
     assert adds_nothing(question, "The Libertine")
     assert adds_nothing(question, "The actor Penny Layden performed with.")
     assert not adds_nothing(question, "21 Jump Street")
+
+
+def test_an_answer_of_any_length_gives_the_asked_value_or_does_not():
+    population = ("Tura Beach, New South Wales is a suburb of a town that had what population "
+                  "at the 2016 census?")
+    assert gives_no_value(population, "Merimbula")
+    assert not states_no_value(population, "Merimbula")  # a bare value to a caller's draft
+    assert not gives_no_value(population, "3,544")
+    assert not gives_no_value(population, "About three thousand.")
+    assert not gives_no_value("Which city was Marie Curie born in?", "Warsaw")
+    # a question of another kind, or naming two options, is not read
+    assert not gives_no_value("What network aired the show?", "The show")
+    assert not gives_no_value("Who was born first, Ann Lee or Bob Ray?", "The first")
 
 
 def test_a_sentence_states_the_asked_value_or_does_not():

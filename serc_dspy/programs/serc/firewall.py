@@ -13,7 +13,13 @@ from serc_dspy.core.trace import Passage, Trace
 from serc_dspy.programs.base import format_passages
 from serc_dspy.programs.serc.common import Settings, Stage, StaticContext
 from serc_dspy.rules.asked import echoes_question
-from serc_dspy.rules.draft import adds_nothing, denies_premise, states_no_name, states_no_value
+from serc_dspy.rules.draft import (
+    adds_nothing,
+    denies_premise,
+    gives_no_value,
+    states_no_name,
+    states_no_value,
+)
 from serc_dspy.rules.names import (
     ASKED_ANSWER_MIN_SENTENCES,
     asks_for_answer_entity,
@@ -85,8 +91,9 @@ class EntityFirewall(Stage):
         """`draft.denies_premise`, `draft.no_value`, `draft.no_name`: (the rule, the answer
         grounded in the question's passages) that replaces a draft denying the question's
         premise or stating no value of the asked kind; None (the draft stays) where no rule
-        applies, no passage came back, or the grounded answer refuses, denies, states no
-        value too or only the question's words (`adds_nothing`)."""
+        applies, no passage came back, or the grounded answer refuses, denies, gives no
+        value of the asked kind (`gives_no_value`: "Merimbula" to "... had what
+        population?"), or says only the question's words (`adds_nothing`)."""
         rule = next((r for r, says_nothing in (("draft.denies_premise", denies_premise),
                                                ("draft.no_value", states_no_value),
                                                ("draft.no_name", states_no_name))
@@ -98,7 +105,7 @@ class EntityFirewall(Stage):
             return None
         grounded = await self.grounded_answer(run, question, passages, draft)
         if grounded == draft or is_refusal(grounded) or denies_premise(question, grounded) or \
-                states_no_value(question, grounded) or states_no_name(question, grounded) or \
+                gives_no_value(question, grounded) or states_no_name(question, grounded) or \
                 adds_nothing(question, grounded):
             run.log("align", f"{rule}: the grounded answer failed, refused, denied, stated no "
                     "value of the asked kind too or only the question's words: kept the "
