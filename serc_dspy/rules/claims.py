@@ -90,21 +90,21 @@ _HEAD_ENDS = frozenset("of in on at from for with by to based that who which who
                        "known located born".split())
 """Words that end the head noun phrase of P ("types of drinks", "cocktails based on
 tequila", "projects in New York")."""
-_SINGULAR = {"are": "is", "were": "was", "do": "does", "does": "does", "did": "did"}
+_SAID_OF_ONE = {"are": "is", "were": "was", "do": "does", "does": "does", "did": "did"}
 """The question's verb said of one option ("Did both A and B direct films?": "A did direct
 films.", with no verb to conjugate)."""
 
 
 def one_option_claim(option: str, verb: str, prop: str) -> str:
-    """P said of one option, in the singular: "Calochone is a plant.", "Grasshopper is a type
-    of drinks.", "Wenling is in China." (a P that opens on a preposition or names no plural
-    noun is said as it stands: "X is American.")."""
+    """P said of one option, in the singular: "Calochone is a plant.", "Grasshopper is a
+    drink." (for "types of drinks"), "Wenling is in China." (a P that opens on a preposition
+    or names no plural noun is said as it stands: "X is American."), "A did direct films."."""
     kind = re.match(r"(?:types?|kinds?|sorts?|forms?)\s+of\s+(\S.*)$", prop, re.IGNORECASE)
     if kind:  # "types of drinks": a drink
         prop = kind.group(1)
     words = prop.split()
     cut = next((i for i, w in enumerate(words) if w.lower() in _HEAD_ENDS), len(words))
-    be = _SINGULAR.get(verb, verb)
+    be = _SAID_OF_ONE.get(verb, verb)
     if be in ("does", "did"):
         return f"{option} {be} {prop}."
     head = words[cut - 1] if cut else ""
@@ -120,12 +120,11 @@ def one_option_claim(option: str, verb: str, prop: str) -> str:
 def both_claims(question: str, answer: str, evidence: list[EvidenceSentence]
                 ) -> list[tuple[str, str, list[str]]] | None:
     """`choose.both_claims`: for "Are A and B both P?" (or "Did both A and B ...?") answered
-    yes or no,
-    each option with its claim (`one_option_claim`) and the evidence sentences naming it;
-    None where the question is of another form, the answer says neither, or an option has no
-    sentence naming it."""
+    yes or no, each option with its claim (`one_option_claim`) and the evidence sentences
+    naming it; None where the question is of another form, P relates the two, the answer says
+    neither, or no split of "A and B" leaves both named (`named_options`)."""
     parsed = both_question(question, evidence)
-    if parsed is None or parsed[0] not in _SINGULAR or _RELATION.search(parsed[3]) or \
+    if parsed is None or parsed[0] not in _SAID_OF_ONE or _RELATION.search(parsed[3]) or \
             not (says_yes(answer, parsed[3]) or says_no(answer)):
         return None
     verb, _, _, prop = parsed
@@ -162,11 +161,12 @@ def named_options(a: str, b: str, evidence: list[EvidenceSentence]
     return None
 
 
-def both_reading(question: str, answer: str, claims: list[tuple[str, str, list[str]]],
-                 stances: list[str]) -> Slot:
-    """`choose.both_claims`' ruling on the answer (one slot, the whole answer): yes where both
-    claims read "yes", no where one reads "yes" and the other "opposite", else unverified."""
-    verb, _, _, prop = both_question(question) or ("are", "", "", "")
+def both_reading(question: str, answer: str, evidence: list[EvidenceSentence],
+                 claims: list[tuple[str, str, list[str]]], stances: list[str]) -> Slot:
+    """`choose.both_claims`' ruling on the answer (one slot, the whole answer) from the
+    `both_claims` it read: yes where both claims read "yes", no where one reads "yes" and the
+    other "opposite", else unverified."""
+    verb, _, _, prop = both_question(question, evidence) or ("are", "", "", "")
     a, b = claims[0][0], claims[1][0]
     text = answer.strip()
     slot = Slot(kind="sentence", text=text, start=max(answer.find(text), 0))
@@ -175,7 +175,7 @@ def both_reading(question: str, answer: str, claims: list[tuple[str, str, list[s
         yes, fix = True, f"Yes, {a} and {b} {verb} both {prop}."
     elif sorted(stances) == ["opposite", "yes"]:
         not_p = claims[stances.index("opposite")][1]
-        be = _SINGULAR.get(verb, verb)
+        be = _SAID_OF_ONE.get(verb, verb)
         yes, fix = False, "No, " + not_p.replace(f" {be} ", f" {be} not ", 1)
     else:
         slot.ruling = "unverified"

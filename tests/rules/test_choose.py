@@ -345,15 +345,16 @@ BOOK_CORPUS = LocalCorpus.from_texts({
 })
 
 
-def _answer(corpus, question, draft, choose, **rules):
+def _answer(corpus, question, draft, choose, read=None, **rules):
     """A short answer decoded against `corpus`, the chooser picking `choose` (a value, or one
-    value for each call in turn); (result, engine)."""
+    value for each call in turn), each claim read by `read` if given; (result, engine)."""
     if isinstance(choose, list):
         turns = iter(choose)
         chooser = lambda inputs: pick(next(turns))(inputs)  # noqa: E731
     else:
         chooser = pick(choose)
-    lm, engine = scripted_lm(handlers(ChooseValue=chooser))
+    lm, engine = scripted_lm(handlers(ChooseValue=chooser, **(
+        {"ChooseSentence": read} if read else {})))
     program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
                    queries="facts", reconstruct="minimal", rules=rules)
     with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
@@ -878,11 +879,7 @@ def _both_read(question, draft, stances, **rules):
         name = next(n for n in stances if inputs["claim"].startswith(n))
         return {"sentence": 1, "stance": stances[name]}
 
-    lm, engine = scripted_lm(handlers(ChooseSentence=read))
-    program = SERC(retriever=PLANTS_CORPUS, top_k=3, verdicts="choose", evidence="passages",
-                   queries="facts", reconstruct="minimal", rules=rules)
-    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        return program(question=question, draft=draft), engine
+    return _answer(PLANTS_CORPUS, question, draft, "not stated", read=read, **rules)
 
 
 def test_a_both_question_the_words_do_not_decide_is_read_as_one_claim_per_option():
@@ -901,6 +898,9 @@ def test_a_both_question_the_words_do_not_decide_is_read_as_one_claim_per_option
     assert "Rubiaceae" not in calls[1]["inputs"]["sentences"]  # each its own sentences
     kept, _ = _both_read(PLANTS, "Yes.", yes)
     assert kept.answer == "Yes." and kept.trace.fact("f0.0").verdict == "SUPPORTED"
+    # "Are both A and B P?": B ends where the evidence's name does, so P keeps "Mexican"
+    fixed, _ = _both_read("Are both Calochone and Adlumia Mexican plants?", draft, yes)
+    assert fixed.answer == "Yes, Calochone and Adlumia are both Mexican plants."
     # one option read as the opposite: the answer is no, and says of which option
     tuna = "Are Calochone and the tuna both plants?"
     no = {"Calochone": "yes", "the tuna": "opposite"}

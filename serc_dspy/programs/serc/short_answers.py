@@ -70,7 +70,7 @@ class ShortAnswers:
                     run.on("choose.both_claims") and \
                     (claims := both_claims(question, sentence, evidence)):
                 rule = "choose.both_claims"
-                yes_no = both_reading(question, sentence, claims,
+                yes_no = both_reading(question, sentence, evidence, claims,
                                       await self.claim_stances(run, fact, claims))
             if yes_no is not None:
                 run.rule(rule, fact.id, before=yes_no.text, after=yes_no.chosen or (
