@@ -49,6 +49,8 @@ register(
 
 CLAIM_SENTENCES = 6
 """The most evidence sentences one claim is read against."""
+FAILED_READING = "failed"
+"""The stance of a claim whose reading call failed: no reading, so no verdict."""
 
 
 def claim_with(question: str, sentence: str, slot: Slot, form: str) -> str:
@@ -171,6 +173,9 @@ def both_reading(question: str, answer: str, evidence: list[EvidenceSentence],
     text = answer.strip()
     slot = Slot(kind="sentence", text=text, start=max(answer.find(text), 0))
     slot.note = f"read as claims: {claims[0][1]!r} {stances[0]}, {claims[1][1]!r} {stances[1]}"
+    if FAILED_READING in stances:
+        slot.ruling, slot.choices = "unverified", [None]  # `decide`: no verdict
+        return slot
     if stances == ["yes", "yes"]:
         yes, fix = True, f"Yes, {a} and {b} {verb} both {prop}."
     elif sorted(stances) == ["opposite", "yes"]:

@@ -112,7 +112,7 @@ def says_yes(answer: str, prop: str) -> bool:
     it says "both" with every content word of P."""
     if _YES.match(answer):
         return True
-    return not _NO.match(answer) and "both" in answer.lower().split() and \
+    return not says_no(answer) and "both" in answer.lower().split() and \
         content_stems(prop) <= content_stems(answer)
 
 
@@ -189,7 +189,7 @@ def same_slot(question: str, sentence: str, evidence: list[EvidenceSentence]) ->
     same = values[0].lower() == values[1].lower()
     text = sentence.strip()
     slot = Slot(kind="sentence", text=text, start=sentence.find(text))
-    says = "yes" if _YES.match(text) else "no" if _NO.match(text) else ""
+    says = "yes" if _YES.match(text) else "no" if says_no(text) else ""
     slot.note = f"the evidence gives {a} {values[0]!r} and {b} {values[1]!r}: " + \
         ("the same" if same else "not the same")
     if says == ("yes" if same else "no"):
@@ -240,7 +240,7 @@ def both_not_slot(question: str, sentence: str, evidence: list[EvidenceSentence]
     slot = Slot(kind="sentence", text=text, start=sentence.find(text))
     slot.note = f"the evidence gives {a} {values[a]!r} and {b} {values[b]!r}, not both " \
                 f"{wanted!r}"
-    if _NO.match(text):
+    if says_no(text):
         slot.ruling = "supported"
         return slot
     slot.ruling = "contradicted"

@@ -877,6 +877,8 @@ def _both_read(question, draft, stances, **rules):
     gives the first option its claim names; (result, engine)."""
     def read(inputs):
         name = next(n for n in stances if inputs["claim"].startswith(n))
+        if stances[name] == "dead":
+            raise ConnectionError("the LM server went away")
         return {"sentence": 1, "stance": stances[name]}
 
     return _answer(PLANTS_CORPUS, question, draft, "not stated", read=read, **rules)
@@ -914,6 +916,10 @@ def test_a_both_question_the_words_do_not_decide_is_read_as_one_claim_per_option
         kept, _ = _both_read(PLANTS, draft, stances)
         assert kept.answer == draft and kept.trace.ruled("choose.both_claims", "f0.0")
         assert kept.trace.fact("f0.0").status == "unverified"
+    # a dead LM is no reading: the answer stays, with no verdict, and the run says so
+    dead, _ = _both_read(PLANTS, draft, {"Calochone": "yes", "Adlumia": "dead"})
+    assert dead.answer == draft and dead.trace.fact("f0.0").verdict is None
+    assert dead.trace.status == "failed" and dead.trace.errors
     # an answer that says neither yes nor no is not read; nor with the rule off
     for answer, rules in (("Calochone is a fish.", {}), (draft, {"choose.both_claims": False})):
         kept, engine = _both_read(PLANTS, answer, yes, **rules)
@@ -1269,19 +1275,18 @@ def test_which_option_a_statement_holds_for_is_decided_by_the_question_words_eac
 
 
 
-def _read_options(corpus, question, draft, stated, **rules):
+def _read_options(corpus, question, draft, stated, dead=(), **rules):
     """A short answer decoded with each option's claim read as stated ("yes") where it is
-    answered by an option in `stated`, and as "opposite" otherwise; (result, engine)."""
+    answered by an option in `stated`, as "opposite" otherwise, and its call failing where
+    the option is in `dead`; (result, engine)."""
     def read(inputs):
         claim = inputs["claim"].rsplit("Answer: ", 1)[-1]  # a bare name's claim is the question
+        if any(claim.startswith(option) for option in dead):
+            raise ConnectionError("the LM server went away")
         yes = any(claim.startswith(option) for option in stated)
         return {"sentence": 1, "stance": "yes" if yes else "opposite"}
 
-    lm, engine = scripted_lm(handlers(ChooseValue=pick("not stated"), ChooseSentence=read))
-    program = SERC(retriever=corpus, top_k=3, verdicts="choose", evidence="passages",
-                   queries="facts", reconstruct="minimal", rules=rules)
-    with dspy.context(lm=lm, adapter=StrictJSONAdapter()):
-        return program(question=question, draft=draft), engine
+    return _answer(corpus, question, draft, "not stated", read=read, **rules)
 
 
 def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sentences():
@@ -1308,6 +1313,10 @@ def test_which_option_a_statement_holds_for_is_read_against_each_options_own_sen
     claims = [call["inputs"]["claim"] for call in engine.of("ChooseSentence")]
     assert claims == [f"{UNIVERSITY_QUESTION} Answer: {o}." for o in ("Boston College",
                                                                        "Stanford University")]
+    # the other option's reading failed: no support from half a reading, and no verdict
+    dead, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, "Boston College",
+                            {"Boston College"}, dead={"Stanford University"}, **on)
+    assert dead.answer == "Boston College" and dead.trace.facts[0].verdict is None
     both, _ = _read_options(UNIVERSITY_CORPUS, UNIVERSITY_QUESTION, draft,
                             {"Boston College", "Stanford University"}, **on)
     assert both.answer == draft and both.trace.facts[0].slots[0].ruling == "unverified"
@@ -1400,11 +1409,14 @@ def test_a_stated_answer_yields_to_a_rival_chosen_twice_that_the_model_also_read
     assert off.trace.ruled("choose.own_stated") and not engine.of("ReadAnswer")
 
 
-def _rival_read(stated, draft="The band played Mississippi Delta.", **rules):
+def _rival_read(stated, draft="The band played Mississippi Delta.", dead=(), **rules):
     """`MUSIC_QUESTION` answered by `draft`, whose value the evidence states, with "Hollows
     of Hessen" chosen in both orders; each claim read as stated ("yes") where its value is
-    in `stated`, else "opposite"; (result, engine)."""
+    in `stated`, else "opposite", and its call failing where it is in `dead`; (result,
+    engine)."""
     def read(inputs):
+        if any(value in inputs["claim"] for value in dead):
+            raise ConnectionError("the LM server went away")
         yes = any(value in inputs["claim"] for value in stated)
         return {"sentence": 1, "stance": "yes" if yes else "opposite"}
 
@@ -1436,6 +1448,10 @@ def test_a_held_rival_replaces_a_stated_answer_only_where_its_claim_alone_is_sta
         kept, _ = _rival_read(stated)
         assert kept.answer == draft and kept.trace.ruled("choose.own_stated")
         assert kept.trace.ruled("choose.rival_claims", "f0.0")[0].after is None
+    # the answer's reading failed: no reading says it is not stated, so it is held
+    kept, _ = _rival_read({"Hollows of Hessen"}, dead={"Mississippi Delta"})
+    assert kept.answer == draft and kept.trace.ruled("choose.own_stated")
+    assert "failed" in kept.trace.ruled("choose.rival_claims", "f0.0")[0].detail
     # a bare value is not read (its claim would be the question itself), nor an answer that
     # negates something
     for bare in ("Mississippi Delta.", "The band never played the Mississippi Delta."):

@@ -19,7 +19,7 @@ from serc_dspy.rules.asked import (
     off_type,
     question_named,
 )
-from serc_dspy.rules.claims import both_claims, both_reading, rival_claims
+from serc_dspy.rules.claims import FAILED_READING, both_claims, both_reading, rival_claims
 from serc_dspy.rules.comparisons import COMPARING, compare_slot, option_claims
 from serc_dspy.rules.people import GENDER_NOUN, asked_gender
 from serc_dspy.rules.questions import question_kind
@@ -174,7 +174,9 @@ class ShortAnswers:
         slot.note = f"read against each option's own sentences: {own!r} {stances[0]}, " \
                     f"{other!r} {stances[1]}"
         slot.ruling, slot.chosen = "unverified", None
-        if stances[1] == "yes" and stances[0] != "yes":
+        if FAILED_READING in stances:
+            slot.choices = [None]  # an unusable reply: `decide` gives the fact no verdict
+        elif stances[1] == "yes" and stances[0] != "yes":
             slot.ruling, slot.chosen = "contradicted", evidence_form(other, evidence)
         elif stances[0] == "yes" and stances[1] != "yes":
             slot.ruling = "supported"
@@ -204,7 +206,8 @@ class ShortAnswers:
     async def claim_stances(run: Run, fact: Fact, claims: list[tuple[str, str, list[str]]]
                             ) -> list[str]:
         """Each claim's stance ("yes", "opposite", "not stated") read by one sentence choice
-        against its own sentences; "not stated" where the call failed or chose no sentence."""
+        against its own sentences; "not stated" where it chose no sentence, `FAILED_READING`
+        where the call failed (a dead LM is no reading: the caller's slot records it)."""
         stances = []
         for _value, claim, said in claims:
             numbered = "\n".join(f"{i}. {text}" for i, text in enumerate(said, 1))
@@ -212,7 +215,10 @@ class ShortAnswers:
                 "detect", f"claim reading for {fact.id} failed",
                 lambda numbered=numbered, claim=claim: run.call(
                     "sentence_chooser", sentences=numbered, claim=claim), None)
-            stated = reply is not None and 1 <= int(reply.sentence) <= len(said)
+            if reply is None:
+                stances.append(FAILED_READING)
+                continue
+            stated = 1 <= int(reply.sentence) <= len(said)
             stances.append(str(reply.stance) if stated else "not stated")
         return stances
 
@@ -230,7 +236,7 @@ class ShortAnswers:
         if run.on("choose.rival_claims") and (claims := rival_claims(
                 run.trace.question, slot, sentence, rival.value, evidence)):
             stances = await self.claim_stances(run, fact, claims)
-            swap = stances[1] == "yes" and stances[0] != "yes"
+            swap = stances[1] == "yes" and stances[0] not in ("yes", FAILED_READING)
             run.rule("choose.rival_claims", fact.id, before=slot.text,
                      after=rival.value if swap else None,
                      detail=f"read as claims: {slot.text!r} {stances[0]}, "
