@@ -125,7 +125,8 @@ register(
 
 def _own_sentences(option: str, rival: str, evidence: list[EvidenceSentence]):
     """The evidence sentences that name the option and not the other, in order."""
-    return (s for s in evidence if mentions(s.text, option) and not mentions(s.text, rival))
+    return (s for s in evidence if mentions(s.text, option, rival) and
+            not mentions(s.text, rival, option))
 
 
 def compare_by_dates(question: str, options: list[str],
@@ -255,9 +256,9 @@ def _own_paragraph(option: str, rival: str, evidence: list[EvidenceSentence]) ->
     for k, s in enumerate(evidence):
         following = following and s.passage == evidence[k - 1].passage and \
             (words_of(s.text)[:1] or [""])[0].lower() in STOP
-        if mentions(s.text, rival):
+        if mentions(s.text, rival, option):
             following = False
-        elif mentions(s.text, option):
+        elif mentions(s.text, option, rival):
             following = True
         if following:
             said.append(s.text)

@@ -12,6 +12,12 @@ from serc_dspy.core.trace import Slot
 from serc_dspy.rules.slots import EvidenceSentence, _count
 from serc_dspy.rules.words import STOP
 
+SHORT_GIVEN = 3
+"""Letters a shortened first name keeps at least ("Ken" for "Kenneth", "Chris" for
+"Christine"): "Al" opens too many words to stand for "Albert"."""
+_LINKS = frozenset("the a an of and".split())
+"""Words two options may share that are no part of either's own name."""
+
 COMPARISON = re.compile(r"\b(?:first|earlier|older|younger|larger|bigger|smaller|longer|"
                         r"shorter|taller|higher|more|less|fewer|both)\b", re.IGNORECASE)
 """The words that make a question naming two options ("A or B") a comparison."""
@@ -198,17 +204,28 @@ def either_question(question: str) -> bool:
         "," not in o and 0 < len(o.split()) <= EITHER_WORDS for o in options)
 
 
-def mentions(text: str, option: str) -> bool:
+def mentions(text: str, option: str, rival: str = "") -> bool:
     """Whether a sentence names an option: its words in a row, accents and case aside, or
     every word of a name of two words or more ("Anna Kournikova" in "Anna Sergeyevna
     Kournikova", "The Love Bug" in "Love Bug"), function words aside; a one-word option
-    also in its plural ("Fir" in "Firs (Abies) are a genus of 48-56 species")."""
+    also in its plural ("Fir" in "Firs (Abies) are a genus of 48-56 species"). A name's
+    first word may stand in full ("Ken Loach" in "Kenneth Charles Loach"), and, given the
+    `rival` option, the words the two names share may be left out ("Camlaren Mine" in
+    "... development at Camlaren", against "Barton Mine"): a passage names an option as
+    its article does, not as the question does."""
     said, named = f" {normalise(text, fold=True)} ", normalise(option, fold=True)
     ends = ("",) if " " in named else ("", "s", "es")
     if named and any(f" {named}{end} " in said for end in ends):
         return True
     words = [w for w in named.split() if w not in STOP]
-    return len(words) > 1 and all(f" {w} " in said for w in words)
+    if len(words) > 1 and all(f" {w} " in said for w in words[1:]) and (
+            f" {words[0]} " in said or len(words[0]) >= SHORT_GIVEN and
+            re.search(rf" {re.escape(words[0])}\w+ ", said)):
+        return True
+    shared = set(normalise(rival, fold=True).split()) - _LINKS
+    own = [w for w in named.split() if w not in shared and w not in STOP]
+    return bool(own) and bool(shared & set(named.split())) and \
+        all(f" {w} " in said for w in own)
 
 
 def without_options(question: str, options: list[str]) -> str:

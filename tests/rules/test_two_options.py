@@ -50,3 +50,18 @@ def test_an_option_is_named_by_its_words_in_a_row_or_each_of_them():
     # HaluEval extra tuning item 396: "Which genus has more species, Fir or Chelone?"
     assert mentions("Firs (Abies) are a genus of 48-56 species of trees.", "Fir")
     assert not mentions("The Love Bugs is a band.", "The Love Bug")  # a name is not plural
+
+
+def test_an_option_is_named_as_its_passage_names_it():
+    # cmp51 tuning item 14: "Which director is American, Mark L. Lester or Ken Loach?"
+    loach = "Kenneth Charles Loach (born 17 June 1936) is an English director."
+    assert mentions(loach, "Ken Loach")  # a first name in full
+    assert not mentions("Al Loach is a singer.", "Albert Loach")  # no full name shortened
+    assert not mentions("Alfred Loach is a singer.", "Al Loach")  # "Al" opens too much
+    # cmp51 tuning item 24: the passage names "Camlaren Mine" by its own word alone
+    camlaren = "Conditions attributed to World War II halted development at Camlaren in 1939."
+    assert mentions(camlaren, "Camlaren Mine", rival="Barton Mine")
+    assert not mentions(camlaren, "Camlaren Mine")  # without a rival, every word counts
+    assert not mentions(camlaren, "Barton Mine", rival="Camlaren Mine")
+    # a word the two share is no name of either
+    assert not mentions("The mine closed.", "Camlaren Mine", rival="Barton Mine")
