@@ -63,9 +63,11 @@ def _corpus_retriever(text: str, name: str):
 def unglued(knowledge: str) -> str:
     """HaluEval's knowledge is its Wikipedia paragraphs glued with no space ("... in the 19th
     century.First for Women is ..."): the paragraph break put back (`core.text.glue_cuts`), so
-    the item's knowledge source holds its paragraphs as passages, each about its own subject.
-    (Within any passage, `rules.slots.about_subject` splits glued sentences too; this restores
-    the dataset's paragraphs, which no rule can know.)"""
+    the sentences split where the paragraphs met. An item's knowledge (at most 994 characters
+    in the 500 questions) is shorter than one passage
+    (`retrieval.knowledge.DEFAULT_PASSAGE_CHARS`), so it stays one passage, its whitespace
+    folded: no rule sees where a paragraph ends. (Within any passage,
+    `rules.slots.about_subject` splits glued sentences too.)"""
     return "\n\n".join(glued_pieces(knowledge))
 
 
