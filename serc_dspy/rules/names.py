@@ -125,14 +125,22 @@ def same_name(first: str, second: str, rules: RuleSet | None = None,
         return False
     if _contained(short, long_):
         return True
-    if short[0] != long_[0] and len(short[0]) >= SHORT_FORM_MIN and \
-            (long_[0].startswith(short[0]) or _nickname(short[0], long_[0])) and \
+    if short_given(short[0], long_[0]) and \
             (rules or RuleSet()).on("firewall.short_given_name") and \
             _contained(short, [short[0], *long_[1:]]):
         if decided_by is not None:
             decided_by.append("firewall.short_given_name")
         return True
     return False
+
+
+@cache
+def short_given(short: str, given: str) -> bool:
+    """Whether one given name (normalised) of `SHORT_FORM_MIN` letters at least stands for
+    another: the short form that begins it ("kim" for "kimberly") or its nickname ("mike" for
+    "michael"); "al" opens too many names to stand for one."""
+    return short != given and len(short) >= SHORT_FORM_MIN and (
+        given.startswith(short) or _nickname(short, given))
 
 
 @cache

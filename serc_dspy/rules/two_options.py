@@ -9,12 +9,10 @@ import re
 
 from serc_dspy.core.text import normalise
 from serc_dspy.core.trace import Slot
+from serc_dspy.rules.names import short_given
 from serc_dspy.rules.slots import EvidenceSentence, _count
 from serc_dspy.rules.words import STOP
 
-SHORT_GIVEN = 3
-"""Letters a shortened first name keeps at least ("Ken" for "Kenneth", "Chris" for
-"Christine"): "Al" opens too many words to stand for "Albert"."""
 _LINKS = frozenset("the a an of and".split())
 """Words two options may share that are no part of either's own name."""
 
@@ -209,7 +207,8 @@ def mentions(text: str, option: str, rival: str = "") -> bool:
     every word of a name of two words or more ("Anna Kournikova" in "Anna Sergeyevna
     Kournikova", "The Love Bug" in "Love Bug"), function words aside; a one-word option
     also in its plural ("Fir" in "Firs (Abies) are a genus of 48-56 species"). A name's
-    first word may stand in full ("Ken Loach" in "Kenneth Charles Loach"), and, given the
+    first word may stand for a given name it shortens (`rules.names.short_given`: "Ken Loach"
+    in "Kenneth Charles Loach", "Mike Tyson" in "Michael Gerard Tyson"), and, given the
     `rival` option, the words the two names share may be left out ("Camlaren Mine" in
     "... development at Camlaren", against "Barton Mine"): a passage names an option as
     its article does, not as the question does."""
@@ -219,8 +218,7 @@ def mentions(text: str, option: str, rival: str = "") -> bool:
         return True
     words = [w for w in named.split() if w not in STOP]
     if len(words) > 1 and all(f" {w} " in said for w in words[1:]) and (
-            f" {words[0]} " in said or len(words[0]) >= SHORT_GIVEN and
-            re.search(rf" {re.escape(words[0])}\w+ ", said)):
+            f" {words[0]} " in said or any(short_given(words[0], w) for w in said.split())):
         return True
     shared = set(normalise(rival, fold=True).split()) - _LINKS
     own = [w for w in named.split() if w not in shared and w not in STOP]

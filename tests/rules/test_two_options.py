@@ -56,7 +56,8 @@ def test_an_option_is_named_as_its_passage_names_it():
     # cmp51 tuning item 14: "Which director is American, Mark L. Lester or Ken Loach?"
     loach = "Kenneth Charles Loach (born 17 June 1936) is an English director."
     assert mentions(loach, "Ken Loach")  # a first name in full
-    assert not mentions("Al Loach is a singer.", "Albert Loach")  # no full name shortened
+    assert mentions("Michael Gerard Tyson is a boxer.", "Mike Tyson")  # or its nickname
+    assert mentions("Al Loach is a singer.", "Albert Loach")  # a nickname, either way
     assert not mentions("Alfred Loach is a singer.", "Al Loach")  # "Al" opens too much
     # cmp51 tuning item 24: the passage names "Camlaren Mine" by its own word alone
     camlaren = "Conditions attributed to World War II halted development at Camlaren in 1939."
