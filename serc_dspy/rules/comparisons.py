@@ -50,9 +50,9 @@ STATED_MARGIN = 1
 register(
     Rule("choose.compare", "a short answer to a date comparison (\"which was started first, "
          "A or B?\") is decided by the first year the evidence gives each option (in the "
-         "first sentence that names it, each of its words if not in a row, a first name "
-         "in full, a word both options share left out, and not the other), with no choice "
-         "call; with no year for each, it stays unverified, a negated "
+         "first sentence that names it, each of its words if not in a row, a given name "
+         "in full or by its nickname, a word both options share left out, and not the "
+         "other), with no choice call; with no year for each, it stays unverified, a negated "
          "answer is kept, unverified (a swap would keep its \"not\"), an answer worded "
          "the other way round (\"A is younger\" for \"who is older?\") names the other "
          "option, and one that ranks both options (\"A is older than B\") has the two "
