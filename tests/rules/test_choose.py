@@ -1567,3 +1567,17 @@ def test_a_nationality_question_swaps_the_drafts_nationality_word():
     off, _ = _answer(POET_CORPUS, question, "Patti Smith is Irish-American.", "American",
                      **{"choose.asked_nationality": False})
     assert off.answer == "Patti Smith is Irish-American."
+
+
+def test_an_option_its_passage_names_in_full_is_read_against_that_passage():
+    # cmp51 tuning item 14: the passage says "Kenneth Charles Loach", the question "Ken Loach"
+    corpus = LocalCorpus.from_texts({
+        "lester.txt": "Mark L. Lester (born November 26, 1946) is an American film director.",
+        "loach.txt": "Kenneth Charles Loach (born 17 June 1936) is an English director.",
+    })
+    question = "Which director is American, Mark L. Lester or Ken Loach?"
+    draft = "Ken Loach is the American director."
+    fixed, engine = _read_options(corpus, question, draft, {"Mark L. Lester"})
+    assert fixed.answer == "Mark L. Lester is the American director."
+    shown = [call["inputs"]["sentences"] for call in engine.of("ChooseSentence")]
+    assert "Kenneth Charles Loach" in shown[0] and "Lester" not in shown[0]
