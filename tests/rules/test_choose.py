@@ -38,7 +38,7 @@ FIRES = {"choose.supported", "choose.uncontested", "choose.swap", "choose.unveri
          "choose.read_rival", "choose.question_named", "choose.draft_named", "choose.named_answer",
          "choose.shared_value", "choose.both_not", "choose.both_claims", "draft.yes_no_sentence",
          "choose.asked_nationality", "choose.no_option", "choose.option_claims",
-         "choose.rival_claims"}
+         "choose.rival_claims", "choose.own_context"}
 QUIET = set(FIRES)
 
 RIGHT = ("Marie Curie won the Nobel Prize in Physics in 1903. She died in 1934 of aplastic "
@@ -48,6 +48,36 @@ RIGHT_FACTS = {"Marie Curie won the Nobel Prize in Physics in 1903.":
                "She died in 1934 of aplastic anaemia.":
                ["Marie Curie died in 1934 of aplastic anaemia."]}
 READS.update({"Marie Curie won the Nobel Prize in Physics in ___.": "1903"})
+
+
+def test_the_drafts_own_value_is_shown_with_its_words_where_the_evidence_states_it():
+    shown = []
+
+    def record(inputs):
+        shown.append(inputs["options"])
+        return reads_evidence(inputs)
+
+    result, _ = decode(RIGHT, RIGHT_FACTS, choose=record)
+    physics = next(o for o in shown if "Chemistry" in o)
+    # the own value, stated: with its words, as the rival is; "not stated" stays bare
+    assert 'Physics (the evidence: "...Nobel Prize in Physics")' in physics
+    assert 'Chemistry (the evidence: "...' in physics and "not stated (" not in physics
+    assert result.answer == RIGHT and result.trace.ruled("choose.supported", "f0.0")
+    own = next(c for f in result.trace.facts for s in f.slots for c in s.candidates
+               if c.origin == "fact" and c.value == "Physics")
+    assert own.context == "Nobel Prize in Physics"
+
+    shown.clear()
+    decode(RIGHT, RIGHT_FACTS, choose=record, rules={"choose.own_context": False})
+    assert any(o.startswith("A) Physics\n") or "\nB) Physics\n" in o for o in shown)
+    assert not any("Physics (the evidence" in o for o in shown)
+    # an own value the evidence does not state is shown bare (the planted Kraków); one it
+    # states for another event (Chemistry, of 1911) is shown with its words, as a rival is
+    shown.clear()
+    result, _ = _decode(choose=record)
+    assert any("A) Kraków\n" in o for o in shown)
+    assert any('A) Chemistry (the evidence: "...Nobel Prize in Chemistry")' in o for o in shown)
+    assert "in Physics in 1903" in result.answer and "Warsaw" in result.answer
 
 
 def test_a_right_draft_is_supported_by_choice_or_uncontested_and_left_alone():

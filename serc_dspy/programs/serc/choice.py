@@ -28,7 +28,13 @@ from serc_dspy.programs.serc.confidence import (
     pooled_leader,
     value_probabilities,
 )
-from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
+from serc_dspy.programs.serc.orders import (
+    LETTERS,
+    option_orders,
+    shown,
+    stated_lead,
+    third_order,
+)
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.asked import echo_leader
 from serc_dspy.rules.dates import year_slot
@@ -286,6 +292,9 @@ class SlotChooser(ShortAnswers, Stage):
         none)."""
         chosen: list[str | None] = []
         probabilities: list[dict[str, float]] = []
+        if run.on("choose.own_context"):
+            for own in (c for c in slot.candidates if c.origin == "fact" and not c.context):
+                own.context = stated_lead(own.value, text)
         for order in orders or option_orders(slot.candidates):
             options = "\n".join(f"{letter}) {shown(c)}"
                                 for letter, c in zip(LETTERS[:len(order)], order, strict=True))
