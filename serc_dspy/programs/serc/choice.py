@@ -56,6 +56,7 @@ from serc_dspy.rules.slots import (
     about_subject,
     blank_in,
     collect_candidates,
+    event_lines,
     find_slots,
     focus,
     stated,
@@ -294,7 +295,7 @@ class SlotChooser(ShortAnswers, Stage):
         probabilities: list[dict[str, float]] = []
         if run.on("choose.own_context"):
             for own in (c for c in slot.candidates if c.origin == "fact" and not c.context):
-                own.context = stated_lead(own.value, text)
+                own.context = stated_lead(own.value, event_lines(fact.text, slot, text))
         for order in orders or option_orders(slot.candidates):
             options = "\n".join(f"{letter}) {shown(c)}"
                                 for letter, c in zip(LETTERS[:len(order)], order, strict=True))
