@@ -17,6 +17,7 @@ from test_choice import (
     decode,
     pick,
     reads_evidence,
+    short,
 )
 from test_serc import handlers
 
@@ -79,6 +80,14 @@ def test_the_drafts_own_value_is_shown_with_its_words_where_the_evidence_states_
     assert any("A) Chemistry\n" in o for o in shown)
     assert not any("A) Chemistry (the evidence" in o for o in shown)
     assert "in Physics in 1903" in result.answer and "Warsaw" in result.answer
+    # a caller's short answer is shown bare, stated or not: there the words kept wrong answers
+    shown.clear()
+    question = "Which magazine was started first Arthur's Magazine or First for Women?"
+    short(question, "First for Women was started first.",
+          lambda inputs: shown.append(inputs["options"]) or pick("Arthur's Magazine")(inputs),
+          rules={"choose.compare": False})
+    assert shown and all(o.startswith("A) First for Women\n") or
+                         "B) First for Women\n" in o for o in shown)
 
 
 def test_a_right_draft_is_supported_by_choice_or_uncontested_and_left_alone():

@@ -293,7 +293,7 @@ class SlotChooser(ShortAnswers, Stage):
         none)."""
         chosen: list[str | None] = []
         probabilities: list[dict[str, float]] = []
-        if run.on("choose.own_context"):
+        if run.on("choose.own_context") and not run.trace.short_draft:
             for own in (c for c in slot.candidates if c.origin == "fact" and not c.context):
                 own.context = stated_lead(own.value, event_lines(fact.text, slot, text))
         for order in orders or option_orders(slot.candidates):
