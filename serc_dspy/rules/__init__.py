@@ -22,6 +22,7 @@ from serc_dspy.rules import (  # noqa: F401 (each module registers its rules)
     reading,
     rivals,
     shared,
+    shown,
     slots,
     titles,
     yesno,

@@ -47,19 +47,6 @@ register(
          "CONTRADICTED and is its correction: that span alone is replaced",
          "free rewrites by a small model changed more than the wrong detail (the reliability "
          "round's N3) and corrected 6-9% of planted errors"),
-    Rule("choose.own_context", "in a prose draft (not a caller's short answer), the "
-         "draft's own value, where the evidence a choice shows "
-         "states it in a sentence that also states the fact's other years, dates and numbers "
-         "(its event: not \"Chemistry\" beside 1911 for \"Chemistry in 1903\"), is shown "
-         "with the words that lead up to it there, as every evidence value is",
-         "shown bare beside rivals quoted from the evidence, a right draft's "
-         "value was passed over for them: on 62 held-out choice calls of HaluEval tuning "
-         "drafts, the right answer's own value was chosen 14 times of 32 bare and 21 of 32 "
-         "with its words (every call 0.613 to 0.710, +0.097 [0.000, 0.194]); not for a "
-         "short answer, where a right one is kept anyway and a wrong one was kept more (a "
-         "hallucinated answer's value chosen right 24 times of 30 bare, 23 with its words)",
-         found_on="HaluEval extra tuning items 101-170 (their choice calls replayed)",
-         acts_without_ruling=True),
     Rule("choose.unverified", "a choice that disagrees between the two orders, or says \"not "
          "stated\", leaves the fact unverified and in the draft's words: it is never removed "
          "on such a choice", "SERC removed 13 of 22 false claims and a quarter of the true ones "
@@ -448,16 +435,6 @@ def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
                (slot.kind in ("name", "role") and bool(own) and
                 own in normalise(sentence.text, fold=True))
                for sentence in evidence)
-
-
-def event_lines(fact: str, slot: Slot, evidence: str) -> str:
-    """The lines (sentences) of the shown evidence that state every other year, date and
-    number of the fact: where its own value stands for the fact's event. "In 1911 she won
-    the Nobel Prize in Chemistry" is no statement of "Chemistry in 1903"."""
-    counted = [s for s in spans(fact) if s.kind in ("year", "date", "number") and
-               s.text != slot.text]
-    return "\n".join(line for line in evidence.split("\n") if all(
-        has_value(s.kind, normal_form(s.kind, s.text), line) for s in counted))
 
 
 def has_value(kind: str, value: str, text: str) -> bool:

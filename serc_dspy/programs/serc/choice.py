@@ -28,13 +28,7 @@ from serc_dspy.programs.serc.confidence import (
     pooled_leader,
     value_probabilities,
 )
-from serc_dspy.programs.serc.orders import (
-    LETTERS,
-    option_orders,
-    shown,
-    stated_lead,
-    third_order,
-)
+from serc_dspy.programs.serc.orders import LETTERS, option_orders, shown, third_order
 from serc_dspy.programs.serc.short_answers import MAX_SENTENCES, ShortAnswers
 from serc_dspy.rules.asked import echo_leader
 from serc_dspy.rules.dates import year_slot
@@ -50,13 +44,13 @@ from serc_dspy.rules.rivals import (
     stated_alone,
 )
 from serc_dspy.rules.roles import offer_roles
+from serc_dspy.rules.shown import show_own_values
 from serc_dspy.rules.slots import (
     NOT_STATED,
     EvidenceSentence,
     about_subject,
     blank_in,
     collect_candidates,
-    event_lines,
     find_slots,
     focus,
     stated,
@@ -69,8 +63,7 @@ from serc_dspy.signatures import ChooseSentence, ChooseValue, ReadAnswer
 
 class SlotChooser(ShortAnswers, Stage):
     """Judge a check node's facts by choices among the evidence's own values. Alone:
-    `SlotChooser()(subject=..., claim=..., passages=[...])` gives the claim's slots and
-    verdict."""
+    `SlotChooser()(subject=..., claim=..., passages=[...])` gives a claim's slots, verdict."""
 
     steps: ClassVar[dict[str, StepSpec]] = {
         "value_chooser": StepSpec("verify", "choice"),
@@ -243,8 +236,7 @@ class SlotChooser(ShortAnswers, Stage):
 
     @staticmethod
     def after_frame_only(slot: Slot, about: list[EvidenceSentence], frame: str) -> list[str]:
-        """The rivals `choose.after_frame` alone admitted: names or roles whose word before
-        them in their passage is not the slot's."""
+        """The rivals `choose.after_frame` alone admitted (word before them not the slot's)."""
         if slot.kind not in ("name", "role"):
             return []
         return [c.value for c in slot.candidates if c.origin == "evidence" and
@@ -289,13 +281,11 @@ class SlotChooser(ShortAnswers, Stage):
     async def ask(self, run: Run, fact: Fact, slot: Slot, text: str, claim: str,
                   orders: list[list[Candidate]] | None = None) -> Asked:
         """The value chosen for the blank in each option order (None: no usable reply), and
-        each order's probabilities of the values (`confidence`; {} where the backend gave
-        none)."""
+        each order's probabilities of the values (`confidence`; {} if the backend gave none)."""
         chosen: list[str | None] = []
         probabilities: list[dict[str, float]] = []
         if run.on("choose.own_context") and not run.trace.short_draft:
-            for own in (c for c in slot.candidates if c.origin == "fact" and not c.context):
-                own.context = stated_lead(own.value, event_lines(fact.text, slot, text))
+            show_own_values(slot.candidates, fact.text, slot, text)
         for order in orders or option_orders(slot.candidates):
             options = "\n".join(f"{letter}) {shown(c)}"
                                 for letter, c in zip(LETTERS[:len(order)], order, strict=True))

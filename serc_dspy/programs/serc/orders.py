@@ -4,8 +4,6 @@ options, so every value is asked at more than one place)."""
 
 from __future__ import annotations
 
-import re
-
 from serc_dspy.core.trace import Candidate
 
 LETTERS = "ABCDEF"
@@ -14,21 +12,10 @@ LETTERS = "ABCDEF"
 def shown(candidate: Candidate) -> str:
     """An option as the model reads it: a value the evidence states with the words that lead
     up to it ("1934 (the evidence: "...died on 4 July 1934")"), so it finds the value's
-    sentence; the draft's own value too, where `stated_lead` found it (`choose.own_context`)."""
+    sentence; the draft's own value too, where `rules.shown` found it (`choose.own_context`)."""
     if candidate.origin == "none" or not candidate.context:
         return candidate.value
     return f'{candidate.value} (the evidence: "...{candidate.context}")'
-
-
-def stated_lead(value: str, evidence: str) -> str:
-    """`value` with up to three words that lead up to it where the shown evidence first
-    states it (whole words, as written, within its line), as an evidence value is shown; ""
-    where the evidence does not state it."""
-    found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", evidence) if value else None
-    if not found:
-        return ""
-    lead = re.search(r"(?:\S+\s+){0,3}$", evidence[:found.start()].rsplit("\n", 1)[-1])
-    return (lead.group(0) if lead else "") + value
 
 
 def _values(candidates: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
