@@ -30,6 +30,7 @@ from serc_dspy.rules.slots import (
     _count,
     normal_form,
     spans,
+    with_lead,
 )
 from serc_dspy.rules.words import STOP
 
@@ -145,9 +146,8 @@ def offer_reading(slot: Slot, options: list[Candidate], reply: str,
         at_option = keys.index(key) if key in keys else same[0]
         return [c.model_copy(update={"read": True}) if i == at_option else c
                 for i, c in enumerate(options)], "already offered"
-    lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:at])
     read = Candidate(value=value, passage=sentence.passage, offset=sentence.offset + at,
-                     context=(lead.group(0) if lead else "") + value, read=True)
+                     context=with_lead(sentence.text[:at], value), read=True)
     head = [c for c in options if c.origin == "fact"]
     found_values = [c for c in options if c.origin == "evidence"]
     tail = [c for c in options if c.origin not in ("fact", "evidence")]

@@ -28,6 +28,7 @@ from serc_dspy.rules.slots import (
     sentence_of,
     spans,
     stated,
+    with_lead,
 )
 from serc_dspy.rules.words import words_of
 
@@ -107,10 +108,9 @@ def subject_roles(slot: Slot, fact: str, evidence: list[EvidenceSentence], subje
                 if key in seen or key in {normal_form("role", w) for w in words_of(subject)}:
                     continue
                 seen.add(key)
-                lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:at])
                 found.append(Candidate(value=value, passage=sentence.passage,
                                        offset=sentence.offset + at,
-                                       context=(lead.group(0) if lead else "") + value))
+                                       context=with_lead(sentence.text[:at], value)))
     return found[:limit]
 
 

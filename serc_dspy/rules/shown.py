@@ -10,7 +10,7 @@ import re
 
 from serc_dspy.core.trace import Candidate, Slot
 from serc_dspy.rules.base import Rule, register
-from serc_dspy.rules.slots import has_value, normal_form, spans
+from serc_dspy.rules.slots import has_value, normal_form, spans, with_lead
 
 register(
     Rule("choose.own_context", "in a prose draft (not a caller's short answer), the "
@@ -36,8 +36,7 @@ def stated_lead(value: str, evidence: str) -> str:
     found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", evidence) if value else None
     if not found:
         return ""
-    lead = re.search(r"(?:\S+\s+){0,3}$", evidence[:found.start()].rsplit("\n", 1)[-1])
-    return (lead.group(0) if lead else "") + value
+    return with_lead(evidence[:found.start()].rsplit("\n", 1)[-1], value)
 
 
 def event_lines(fact: str, slot: Slot, evidence: str) -> str:

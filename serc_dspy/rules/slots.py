@@ -413,10 +413,9 @@ def _offer(slot: Slot, sentences: list[EvidenceSentence],
             if not key or key in seen or not fits(sentence, span, value):
                 continue
             seen.add(key)
-            lead = re.search(r"(?:\S+\s+){0,3}$", sentence.text[:span.start])
             options.append(Candidate(value=value, passage=sentence.passage,
                                      offset=sentence.offset + span.start,
-                                     context=(lead.group(0) if lead else "") + span.text))
+                                     context=with_lead(sentence.text[:span.start], span.text)))
     options.append(Candidate(value=NOT_STATED, origin="none"))
     return options
 
@@ -435,6 +434,13 @@ def stated(slot: Slot, evidence: list[EvidenceSentence]) -> bool:
                (slot.kind in ("name", "role") and bool(own) and
                 own in normalise(sentence.text, fold=True))
                for sentence in evidence)
+
+
+def with_lead(before: str, value: str) -> str:
+    """`value` after up to three of the words before it (`before`), as an option shows where
+    the evidence states it ("died on 4 July 1934"): one mechanism for every option."""
+    lead = re.search(r"(?:\S+\s+){0,3}$", before)
+    return (lead.group(0) if lead else "") + value
 
 
 def has_value(kind: str, value: str, text: str) -> bool:
